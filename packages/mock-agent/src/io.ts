@@ -1,0 +1,69 @@
+import { appendFileSync } from "node:fs";
+import type { Writable } from "node:stream";
+
+/** Writes `data` to a Node stream, resolving once it is handed to the OS (honours backpressure). */
+export function writeAll(out: Writable, data: string | Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => {
+    out.write(data, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+/**
+ * The single writer of stdout: the SDK's ndjson output and raw lines (garbage, vendor updates)
+ * both go through `process.stdout.write` with whole lines, so a raw line can never land inside
+ * a JSON line.
+ */
+export function stdoutSink(): WritableStream<Uint8Array> {
+  return new WritableStream<Uint8Array>({
+    write(chunk) {
+      // Resolving at once while the stream accepts data keeps the SDK's per-message promise
+      // chain short; waiting for 'drain' when it does not keeps memory bounded.
+      if (process.stdout.write(chunk)) return;
+      return new Promise<void>((resolve) => process.stdout.once("drain", () => resolve()));
+    },
+  });
+}
+
+export interface StdinOptions {
+  /** File to which every raw stdin byte is appended before the SDK parses it. */
+  logFile: string | undefined;
+  /** Called for every complete input line (used by --stderr-noise). */
+  onLine: ((line: string) => void) | undefined;
+}
+
+/** stdin as a web ReadableStream, tapped for logging before parsing. */
+export function stdinSource(options: StdinOptions): ReadableStream<Uint8Array> {
+  let pending = "";
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      process.stdin.on("data", (chunk: Buffer) => {
+        if (options.logFile) appendFileSync(options.logFile, chunk);
+        if (options.onLine) {
+          const lines = (pending + chunk.toString("utf8")).split("\n");
+          pending = lines.pop() ?? "";
+          for (const line of lines) options.onLine(line);
+        }
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      });
+      process.stdin.on("end", () => controller.close());
+      process.stdin.on("error", (error) => controller.error(error));
+    },
+    cancel() {
+      process.stdin.destroy();
+    },
+  });
+}
+
+/** Resolves once everything written to stdout so far has been handed to the OS. */
+export function flushStdout(): Promise<void> {
+  return writeAll(process.stdout, "");
+}
+
+/** Writes `bytes` bytes of filler to stderr in 64 KiB pieces, awaiting each. */
+export async function writeStderr(bytes: number): Promise<void> {
+  const piece = 64 * 1024;
+  const line = "x".repeat(piece - 1) + "\n";
+  for (let left = bytes; left > 0; left -= piece) {
+    await writeAll(process.stderr, left >= piece ? line : "x".repeat(left - 1) + (left > 0 ? "\n" : ""));
+  }
+}

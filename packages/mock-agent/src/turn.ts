@@ -1,0 +1,111 @@
+import {
+  RequestError,
+  type AgentContext,
+  type ContentBlock,
+  type SessionUpdate,
+  type StopReason,
+} from "@agentclientprotocol/sdk";
+import { flushStdout, writeAll } from "./io.js";
+import { notification, type StoredSession } from "./session.js";
+import type { AgentState } from "./state.js";
+
+/** Thrown inside a turn to end it with a stop reason (`stop`, cancellation). */
+export class TurnStop extends Error {
+  constructor(readonly reason: StopReason) {
+    super(`turn stopped: ${reason}`);
+  }
+}
+
+/** One running `session/prompt`: emits updates in order, records them, and observes cancellation. */
+export class Turn {
+  private lastSend: Promise<void> = Promise.resolve();
+  private toolCounter = 0;
+
+  constructor(
+    readonly state: AgentState,
+    readonly session: StoredSession,
+    readonly client: AgentContext,
+    readonly signal: AbortSignal,
+    readonly prompt: ContentBlock[],
+    readonly meta: Record<string, unknown> | null | undefined,
+  ) {}
+
+  get sessionId(): string {
+    return this.session.sessionId;
+  }
+
+  /** Sends and records an update without waiting for it to be written (order is preserved). */
+  send(update: SessionUpdate): Promise<void> {
+    this.session.history.push(update);
+    this.lastSend = this.client.notify("session/update", notification(this.sessionId, update));
+    return this.lastSend;
+  }
+
+  /** Sends an update and waits until it was written. */
+  async emit(update: SessionUpdate): Promise<void> {
+    await this.send(update);
+  }
+
+  message(text: string): Promise<void> {
+    return this.emit({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+  }
+
+  /** Waits until everything sent so far is written to stdout and handed to the OS. */
+  async flush(): Promise<void> {
+    await this.lastSend;
+    await flushStdout();
+  }
+
+  /**
+   * Sends many updates as one stdout write, bypassing the SDK's per-message promise chain
+   * (which caps throughput near 45k messages/s). The lines are the exact JSON the SDK writes.
+   */
+  async sendBatch(updates: readonly SessionUpdate[]): Promise<void> {
+    let text = "";
+    for (const update of updates) {
+      this.session.history.push(update);
+      text +=
+        JSON.stringify({
+          jsonrpc: "2.0",
+          method: "session/update",
+          params: notification(this.sessionId, update),
+        }) + "\n";
+    }
+    await this.lastSend;
+    if (!process.stdout.write(text)) await new Promise((resolve) => process.stdout.once("drain", resolve));
+  }
+
+  /** Writes a raw stdout line after everything sent so far (never inside another message). */
+  async raw(line: string): Promise<void> {
+    await this.lastSend;
+    await writeAll(process.stdout, line + "\n");
+  }
+
+  nextToolCallId(): string {
+    return `mock-tool-${Date.now().toString(36)}-${++this.toolCounter}`;
+  }
+
+  /** Throws TurnStop("cancelled") if the client cancelled this turn. */
+  checkCancelled(): void {
+    if (this.signal.aborted) throw new TurnStop("cancelled");
+  }
+
+  /** Resolves after `ms`, or throws TurnStop("cancelled") as soon as the turn is cancelled. */
+  sleep(ms: number): Promise<void> {
+    return this.untilCancelled(new Promise((resolve) => setTimeout(resolve, ms).unref()));
+  }
+
+  /** Races `work` against cancellation. */
+  untilCancelled<T>(work: Promise<T>): Promise<T> {
+    this.checkCancelled();
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(new TurnStop("cancelled"));
+      this.signal.addEventListener("abort", onAbort, { once: true });
+      work.then(resolve, reject).finally(() => this.signal.removeEventListener("abort", onAbort));
+    });
+  }
+
+  fail(code: number, message: string): never {
+    throw new RequestError(code, message);
+  }
+}

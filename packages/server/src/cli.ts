@@ -1,0 +1,116 @@
+import { parseArgs } from "node:util";
+import { ConfigError, defaultDataDir, loadConfigFile, type ConfigFile } from "./config.js";
+import { isLoopback, startServer } from "./server.js";
+import type { LogLevel } from "./log.js";
+import { VERSION } from "./version.js";
+
+const HELP = `sandbox-agent ${VERSION}: run ACP coding agents and control them over HTTP.
+
+Usage:
+  sandbox-agent server [options]     start the server (default 127.0.0.1:2468)
+  sandbox-agent --help | --version
+
+Server options:
+  --host HOST             address to bind (default 127.0.0.1; a non-loopback address needs --token)
+  --port PORT             port (default 2468; 0 picks a free one)
+  --token TOKEN           require Authorization: Bearer TOKEN (also $SANDBOX_AGENT_TOKEN)
+  --no-token              run without a token even on a non-loopback address (not recommended)
+  --config FILE           JSON config: { "agents": { "<id>": { "command", "args", "env", "passEnv", "cwd" } }, ... }
+  --default-agent ID      agent for initialize requests that name none
+  --allow-origin ORIGIN   allow browser requests from ORIGIN (repeatable)
+  --allow-host HOST       accept this Host header besides loopback names (repeatable)
+  --workdir DIR           working directory for agents and the filesystem API (default: current directory)
+  --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent)
+  --log-level LEVEL       debug | info | warn | error (default info)
+
+Exit codes: 0 clean shutdown, 1 runtime error, 2 usage or configuration error.
+`;
+
+function fail(message: string): never {
+  process.stderr.write(`sandbox-agent: ${message}\nRun 'sandbox-agent --help' for usage.\n`);
+  process.exit(2);
+}
+
+async function serverCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      token: { type: "string" },
+      "no-token": { type: "boolean" },
+      config: { type: "string" },
+      "default-agent": { type: "string" },
+      "allow-origin": { type: "string", multiple: true },
+      "allow-host": { type: "string", multiple: true },
+      workdir: { type: "string" },
+      "data-dir": { type: "string" },
+      "log-level": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  let config: ConfigFile = {};
+  if (values.config) {
+    try {
+      config = loadConfigFile(values.config);
+    } catch (error) {
+      if (error instanceof ConfigError) fail(error.message);
+      throw error;
+    }
+  }
+  const host = values.host ?? "127.0.0.1";
+  const port = values.port === undefined ? 2468 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`invalid --port ${values.port}`);
+  const token = values.token ?? process.env.SANDBOX_AGENT_TOKEN;
+  if (values.token && values["no-token"]) fail("--token and --no-token exclude each other");
+  if (!isLoopback(host) && !token && !values["no-token"]) {
+    fail(`refusing to listen on ${host} without --token (pass --no-token to accept the risk)`);
+  }
+  const logLevel = (values["log-level"] ?? "info") as LogLevel;
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) fail(`invalid --log-level ${logLevel}`);
+  const running = await startServer({
+    host,
+    port,
+    token: values["no-token"] ? undefined : token,
+    agents: config.agents,
+    defaultAgent: values["default-agent"] ?? config.defaultAgent,
+    allowedOrigins: [...(config.allowedOrigins ?? []), ...(values["allow-origin"] ?? [])],
+    allowedHosts: [...(config.allowedHosts ?? []), ...(values["allow-host"] ?? [])],
+    dataDir: values["data-dir"] ?? defaultDataDir(),
+    workdir: values.workdir,
+    limits: config.limits,
+    logLevel,
+  });
+  process.stdout.write(`sandbox-agent listening on ${running.url}\n`);
+  const shutdown = (signal: string) => {
+    process.stderr.write(`sandbox-agent: ${signal}, shutting down\n`);
+    void running.close().then(() => process.exit(0));
+  };
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === "--version" || command === "-v") return void process.stdout.write(`${VERSION}\n`);
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    return void process.stdout.write(HELP);
+  }
+  if (command === "server") return serverCommand(rest);
+  fail(`unknown command ${JSON.stringify(command)}`);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS")) {
+    fail(error.message);
+  }
+  process.stderr.write(
+    `sandbox-agent: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});

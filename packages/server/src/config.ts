@@ -1,0 +1,65 @@
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import type { AgentSpec } from "./agents/types.js";
+import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
+
+const agentSpecSchema = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  passEnv: z.array(z.string()).optional(),
+  cwd: z.string().optional(),
+});
+
+const limitsSchema = z.strictObject(
+  Object.fromEntries(Object.keys(DEFAULT_LIMITS).map((k) => [k, z.number().int().positive().optional()])) as {
+    [K in keyof RuntimeLimits]: z.ZodOptional<z.ZodNumber>;
+  },
+);
+
+/** The `--config FILE` format. Unknown keys are rejected so typos don't pass silently. */
+export const configFileSchema = z.strictObject({
+  agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i), agentSpecSchema).optional(),
+  defaultAgent: z.string().optional(),
+  allowedOrigins: z.array(z.string()).optional(),
+  allowedHosts: z.array(z.string()).optional(),
+  limits: limitsSchema.optional(),
+});
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfigFile(file: string): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new ConfigError(`Cannot read config file ${file}: ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`Config file ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  const parsed = configFileSchema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`)
+      .join("\n");
+    throw new ConfigError(`Invalid config file ${file}:\n${issues}`);
+  }
+  return parsed.data;
+}
+
+/** `$SANDBOX_AGENT_DATA_DIR`, else `$XDG_DATA_HOME/sandbox-agent`, else `~/.local/share/sandbox-agent`. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.SANDBOX_AGENT_DATA_DIR) return path.resolve(env.SANDBOX_AGENT_DATA_DIR);
+  const base = env.XDG_DATA_HOME || path.join(os.homedir(), ".local", "share");
+  return path.join(base, "sandbox-agent");
+}
+
+export type { AgentSpec };

@@ -1,0 +1,40 @@
+import type { IncomingMessage } from "node:http";
+import { problems } from "./problem.js";
+
+/** Reads the whole request body, failing with 413 as soon as it passes `limit` bytes. */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(problems.tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.resume(); // discard the rest so the response can still be written
+        reject(problems.tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("error", reject);
+  });
+}
+
+/** `application/json` with optional parameters, compared case-insensitively. */
+export function isJsonContentType(value: string | undefined): boolean {
+  return value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim());
+}
+
+export function accepts(req: IncomingMessage, mediaType: string): boolean {
+  const accept = req.headers.accept;
+  if (!accept) return false;
+  const [type] = mediaType.split("/");
+  return accept
+    .split(",")
+    .map((part) => part.split(";")[0]!.trim().toLowerCase())
+    .some((m) => m === mediaType || m === `${type}/*` || m === "*/*");
+}

@@ -1,0 +1,88 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ProblemError, problems, sendProblem } from "./problem.js";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface HttpContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  /** Values of `{name}` segments of the route path. */
+  params: Record<string, string>;
+}
+
+export type Handler = (ctx: HttpContext) => Promise<void> | void;
+
+export interface Route {
+  method: HttpMethod;
+  /** A path such as `/v2/agents/{id}/install`; `{name}` matches one segment. */
+  path: string;
+  handler: Handler;
+}
+
+interface CompiledRoute extends Route {
+  pattern: RegExp;
+  names: string[];
+}
+
+function compile(route: Route): CompiledRoute {
+  const names: string[] = [];
+  const source = route.path
+    .split("/")
+    .map((segment) => {
+      const m = /^\{(\w+)\}$/.exec(segment);
+      if (!m) return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      names.push(m[1]!);
+      return "([^/]+)";
+    })
+    .join("/");
+  return { ...route, pattern: new RegExp(`^${source}$`), names };
+}
+
+/** A small method + path router: 404 for unknown paths, 405 with `Allow` for known paths. */
+export class Router {
+  private readonly routes: CompiledRoute[] = [];
+
+  add(...routes: Route[]): this {
+    for (const route of routes) this.routes.push(compile(route));
+    return this;
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const matching = this.routes
+      .map((route) => ({ route, match: route.pattern.exec(url.pathname) }))
+      .filter((m) => m.match !== null);
+    if (matching.length === 0) throw problems.notFound(`No endpoint at ${url.pathname}.`);
+    const hit = matching.find((m) => m.route.method === req.method);
+    if (!hit) throw problems.methodNotAllowed(matching.map((m) => m.route.method).join(", "));
+    const params: Record<string, string> = {};
+    hit.route.names.forEach((name, i) => (params[name] = decodeURIComponent(hit.match![i + 1]!)));
+    await hit.route.handler({ req, res, url, params });
+  }
+}
+
+/** Runs a handler and converts thrown errors to problem+json responses. */
+export async function withProblems(res: ServerResponse, run: () => Promise<void>, log: (e: unknown) => void) {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof ProblemError) return sendProblem(res, error);
+    log(error);
+    sendProblem(res, problems.internal(error instanceof Error ? error.message : String(error)));
+  }
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}

@@ -1,0 +1,66 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { problems } from "./problem.js";
+
+export interface SecurityOptions {
+  /** Bearer token; `undefined` disables auth (only allowed on loopback). */
+  token: string | undefined;
+  /** Exact origins (scheme://host[:port]) allowed to call the server from a browser. */
+  allowedOrigins: string[];
+  /** Extra Host header names accepted besides loopback names (DNS-rebinding protection). */
+  allowedHosts: string[];
+  /** Whether the listener is loopback-only; then Host must be a loopback name unless allow-listed. */
+  loopbackOnly: boolean;
+}
+
+const CORS_ALLOW_HEADERS =
+  "content-type, authorization, acp-connection-id, x-acp-connection-id, acp-session-id, acp-protocol-version, last-event-id";
+const CORS_EXPOSE_HEADERS = "acp-connection-id, x-acp-connection-id";
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value).digest();
+}
+
+function hostName(host: string): string {
+  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
+  return host.split(":")[0]!;
+}
+
+/**
+ * Applies Host, Origin and bearer-token checks and answers CORS preflights.
+ * Returns false when the request was fully answered (preflight) and must not be routed.
+ */
+export function checkRequest(req: IncomingMessage, res: ServerResponse, options: SecurityOptions): boolean {
+  const host = req.headers.host ?? "";
+  if (options.loopbackOnly && !LOOPBACK_HOSTS.has(hostName(host)) && !options.allowedHosts.includes(host)) {
+    throw problems.forbidden(`Host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection).`);
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined) {
+    if (!options.allowedOrigins.includes(origin)) {
+      throw problems.forbidden(
+        `Origin ${origin} is not allowed; start the server with --allow-origin ${origin}.`,
+      );
+    }
+    res.setHeader("access-control-allow-origin", origin);
+    res.setHeader("vary", "Origin");
+    res.setHeader("access-control-expose-headers", CORS_EXPOSE_HEADERS);
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, {
+        "access-control-allow-methods": "GET, POST, PUT, DELETE, OPTIONS",
+        "access-control-allow-headers": CORS_ALLOW_HEADERS,
+        "access-control-max-age": "600",
+      });
+      res.end();
+      return false;
+    }
+  }
+  if (options.token !== undefined) {
+    const header = req.headers.authorization ?? "";
+    const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
+    // Hash both sides so the comparison is constant-time regardless of length.
+    if (!timingSafeEqual(digest(presented), digest(options.token))) throw problems.unauthorized();
+  }
+  return true;
+}

@@ -1,0 +1,377 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import type { AgentDefinition } from "../agents/types.js";
+import { shortId, type Logger } from "../log.js";
+import { AgentProcess, type AgentExit } from "./agent-process.js";
+import { EventLog } from "./event-log.js";
+import type { ConnectionApi, ConnectionExtension } from "./extension.js";
+import { errorResponse, idKey, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "./json-rpc.js";
+import type { RuntimeLimits } from "./options.js";
+import { SseStream } from "./sse-stream.js";
+
+export type ConnectionState = "initializing" | "open" | "ended" | "closed";
+
+/** Why initialize failed; the HTTP layer maps each kind to a status. */
+export class InitializeError extends Error {
+  constructor(
+    readonly kind: "spawn" | "exited" | "timeout" | "rejected" | "aborted",
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
+const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
+const WRITE_BATCH_BYTES = 64 * 1024;
+
+export interface ConnectionOptions {
+  agent: AgentDefinition;
+  env: Record<string, string>;
+  cwd?: string;
+  limits: RuntimeLimits;
+  logger: Logger;
+  extensions: ConnectionExtension[];
+  /** Called once the connection is closed for good, so the registry can forget it. */
+  onClosed: (conn: Connection) => void;
+}
+
+/**
+ * One ACP connection: one agent process, one ordered outbound event log with replay, and at most
+ * one SSE reader. Messages are forwarded verbatim in both directions; the server only reads the
+ * envelope (`id`, `method`) to track pending requests.
+ */
+export class Connection implements ConnectionApi {
+  readonly id = randomUUID();
+  /** Prefix of this connection's event ids, so a cursor from another connection is recognised. */
+  readonly epoch = randomBytes(4).toString("hex");
+  readonly agentId: string;
+  readonly sessionIds = new Set<string>();
+  state: ConnectionState = "initializing";
+  lastActivity = Date.now();
+  exit: AgentExit | undefined;
+  /** The `protocolVersion` the agent answered to initialize. */
+  protocolVersion: number | undefined;
+
+  private readonly log: EventLog;
+  private readonly agent: AgentProcess;
+  private readonly pendingClient = new Map<string, JsonRpcMessage>();
+  private readonly pendingAgent = new Set<string>();
+  private stream: SseStream | undefined;
+  private readonly sessionStreams = new Set<SseStream>();
+  private initWaiter: { key: string; resolve: (m: JsonRpcMessage) => void } | undefined;
+  private pumpScheduled = false;
+  private outputPaused = false;
+  private stallTimer: NodeJS.Timeout | undefined;
+  private endedTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: ConnectionOptions) {
+    this.agentId = options.agent.id;
+    this.log = new EventLog(options.limits);
+    this.agent = new AgentProcess(options.agent.spec, {
+      env: options.env,
+      cwd: options.cwd,
+      maxLineBytes: options.limits.maxMessageBytes,
+      onLine: (line) => this.onAgentLine(line),
+      onOversizeLine: (bytes) => {
+        this.logger.error("agent wrote a line over the message limit; closing", {
+          connection: shortId(this.id),
+          bytes,
+        });
+        void this.close("message_too_large");
+      },
+      onStderr: (text) =>
+        this.logger.debug("agent stderr", { connection: shortId(this.id), text: text.slice(0, 500) }),
+    });
+    void this.agent.exited.then((exit) => this.onAgentExit(exit));
+  }
+
+  private get logger(): Logger {
+    return this.options.logger;
+  }
+
+  get pid(): number | undefined {
+    return this.agent.pid;
+  }
+
+  get hasReader(): boolean {
+    return this.stream !== undefined;
+  }
+
+  /** Sends `initialize` and resolves with the agent's response (extensions applied). */
+  async initialize(request: JsonRpcMessage, raw: string, signal: AbortSignal): Promise<JsonRpcMessage> {
+    const key = idKey(request.id as JsonRpcId);
+    const response = new Promise<JsonRpcMessage>((resolve) => (this.initWaiter = { key, resolve }));
+    const exited = this.agent.exited.then((exit) => {
+      throw exit.spawnError
+        ? new InitializeError("spawn", `Could not start agent: ${exit.spawnError}`, { ...exit })
+        : new InitializeError("exited", "The agent exited before answering initialize.", { ...exit });
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new InitializeError(
+              "timeout",
+              `The agent did not answer initialize within ${this.options.limits.initializeTimeoutMs} ms.`,
+            ),
+          ),
+        this.options.limits.initializeTimeoutMs,
+      );
+    });
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(new InitializeError("aborted", "The client went away during initialize."));
+      if (signal.aborted) fail();
+      signal.addEventListener("abort", fail, { once: true });
+    });
+    const failure = Promise.race([exited, timeout, aborted]);
+    failure.catch(() => {}); // observed below; must not count as unhandled while the write is pending
+    try {
+      const message = await Promise.race([this.agent.write(raw).then(() => response), failure]);
+      if (message.error)
+        throw new InitializeError("rejected", "The agent rejected initialize.", { response: message });
+      if (isObject(message.result)) {
+        if (typeof message.result.protocolVersion === "number")
+          this.protocolVersion = message.result.protocolVersion;
+        for (const ext of this.options.extensions) ext.initializeResult?.(message.result, this);
+      }
+      this.state = "open";
+      return message;
+    } catch (error) {
+      void this.close("initialize_failed");
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      this.initWaiter = undefined;
+    }
+  }
+
+  /** Accepts one client message; resolves once it is queued to the agent in acceptance order. */
+  async receive(message: JsonRpcMessage, raw: string): Promise<void> {
+    this.lastActivity = Date.now();
+    for (const ext of this.options.extensions) {
+      if (await ext.clientMessage?.(message, this)) return;
+    }
+    const kind = kindOf(message);
+    if (kind === "response") {
+      const key = idKey(message.id as JsonRpcId);
+      // A second answer (a client retry) or an answer to an unknown id is dropped, not forwarded twice.
+      if (!this.pendingAgent.delete(key)) {
+        this.logger.info("dropped response to unknown agent request", {
+          connection: shortId(this.id),
+          id: message.id,
+        });
+        return;
+      }
+    } else if (kind === "request") {
+      this.pendingClient.set(idKey(message.id as JsonRpcId), message);
+    }
+    await this.agent.write(raw);
+  }
+
+  /** Whether a client request with this id is still waiting for the agent. */
+  isPending(id: JsonRpcId): boolean {
+    return this.pendingClient.has(idKey(id));
+  }
+
+  emit(message: JsonRpcMessage): void {
+    this.append(JSON.stringify(message));
+  }
+
+  forward(message: JsonRpcMessage): Promise<void> {
+    return this.agent.write(JSON.stringify(message));
+  }
+
+  /**
+   * Validates a `Last-Event-ID` cursor: its sequence number, `undefined` for none, or an error
+   * kind for malformed (400) and unknown, foreign or evicted (410) cursors.
+   */
+  resolveCursor(lastEventId: string | undefined): number | undefined | "malformed" | "gone" {
+    if (lastEventId === undefined) return undefined;
+    const m = /^([0-9a-f]{8})\.(\d{1,15})$/.exec(lastEventId);
+    if (!m) return "malformed";
+    const seq = Number(m[2]);
+    if (m[1] !== this.epoch || seq > this.log.lastSeq || seq < this.log.oldestCursor) return "gone";
+    return seq;
+  }
+
+  /** Attaches the connection's SSE reader; a reconnect with a cursor takes over from the old one. */
+  attach(res: ServerResponse, cursor: number | undefined): void {
+    this.lastActivity = Date.now();
+    const stream = this.newStream(res);
+    this.stream?.end();
+    this.stream = stream;
+    stream.start(cursor ?? this.log.writtenSeq, `${this.epoch}.${cursor ?? this.log.writtenSeq}`);
+    stream.onClose(() => {
+      if (this.stream === stream) this.stream = undefined;
+      this.lastActivity = Date.now();
+    });
+    this.pump();
+  }
+
+  /** Session-scoped GETs (the SDK's `createHttpStream` opens one per session) stay idle: everything goes on the connection stream. */
+  attachSessionStream(res: ServerResponse): void {
+    const stream = this.newStream(res);
+    this.sessionStreams.add(stream);
+    stream.start(this.log.writtenSeq, undefined);
+    stream.onClose(() => this.sessionStreams.delete(stream));
+  }
+
+  private newStream(res: ServerResponse): SseStream {
+    const { keepAliveMs, retryMs } = this.options.limits;
+    return new SseStream(res, { keepAliveMs, retryMs, onDrain: () => this.pump() });
+  }
+
+  async close(reason: string): Promise<void> {
+    if (this.state === "closed") return;
+    const wasInitializing = this.state === "initializing";
+    this.state = "closed";
+    this.logger.info("connection closed", { connection: shortId(this.id), reason });
+    clearTimeout(this.stallTimer);
+    clearTimeout(this.endedTimer);
+    this.stream?.end();
+    for (const s of this.sessionStreams) s.end();
+    this.options.onClosed(this);
+    if (!wasInitializing || !this.agent.hasExited)
+      await this.agent.terminate(this.options.limits.killGraceMs);
+  }
+
+  private onAgentLine(line: string): void {
+    let message: JsonRpcMessage;
+    try {
+      const parsed: unknown = JSON.parse(line);
+      if (!isObject(parsed)) throw new Error("not a JSON object");
+      message = parsed as JsonRpcMessage;
+    } catch (error) {
+      this.logger.warn("dropped non-JSON agent output", {
+        connection: shortId(this.id),
+        line: line.slice(0, 200),
+      });
+      this.emit({
+        jsonrpc: "2.0",
+        method: "_sandboxagent/agent/unparsed",
+        params: { line: line.slice(0, 4096), truncated: line.length > 4096, error: (error as Error).message },
+      });
+      return;
+    }
+    if (this.initWaiter && message.id !== undefined && message.id !== null && message.method === undefined) {
+      if (idKey(message.id) === this.initWaiter.key) return this.initWaiter.resolve(message);
+    }
+    this.append(this.routeAgentMessage(message) ?? line);
+  }
+
+  /** Bookkeeping for one agent message; returns a re-serialized line when an extension changed it. */
+  private routeAgentMessage(message: JsonRpcMessage): string | undefined {
+    const kind = kindOf(message);
+    if (kind === "response") {
+      const key = idKey(message.id as JsonRpcId);
+      const request = this.pendingClient.get(key);
+      if (!request) return undefined;
+      this.pendingClient.delete(key);
+      this.trackSession(request, message);
+      let changed = false;
+      for (const ext of this.options.extensions)
+        changed = ext.agentResponse?.(message, request, this) || changed;
+      return changed ? JSON.stringify(message) : undefined;
+    }
+    if (kind === "request") this.pendingAgent.add(idKey(message.id as JsonRpcId));
+    for (const ext of this.options.extensions) ext.agentMessage?.(message, this);
+    return undefined;
+  }
+
+  private trackSession(request: JsonRpcMessage, response: JsonRpcMessage): void {
+    if (response.error || !request.method) return;
+    const result = response.result;
+    if (
+      SESSION_RESULT_METHODS.has(request.method) &&
+      isObject(result) &&
+      typeof result.sessionId === "string"
+    ) {
+      this.sessionIds.add(result.sessionId);
+    } else if (SESSION_PARAM_METHODS.has(request.method) && isObject(request.params)) {
+      const id = request.params.sessionId;
+      if (typeof id === "string") this.sessionIds.add(id);
+    }
+  }
+
+  private append(data: string): void {
+    if (this.state === "closed") return;
+    this.log.append(data);
+    this.updateBackpressure();
+    if (!this.pumpScheduled) {
+      this.pumpScheduled = true;
+      // Lines parsed from one stdout chunk arrive synchronously: coalesce them into one socket write.
+      queueMicrotask(() => {
+        this.pumpScheduled = false;
+        this.pump();
+      });
+    }
+  }
+
+  private pump(): void {
+    const stream = this.stream;
+    if (stream) {
+      while (stream.ready) {
+        const batch = this.log.after(stream.cursor, WRITE_BATCH_BYTES);
+        if (batch.length === 0) break;
+        stream.writeEvents(this.epoch, batch);
+        this.log.markWritten(stream.cursor);
+      }
+      if (stream.ready && this.state === "ended" && stream.cursor >= this.log.lastSeq) stream.end();
+    }
+    this.updateBackpressure();
+  }
+
+  private updateBackpressure(): void {
+    const { maxBufferedBytes, stallMs } = this.options.limits;
+    const pending = this.log.unwrittenBytes;
+    if (!this.outputPaused && pending > maxBufferedBytes) {
+      this.outputPaused = true;
+      this.agent.pauseOutput();
+    } else if (this.outputPaused && pending <= maxBufferedBytes / 2) {
+      this.outputPaused = false;
+      this.agent.resumeOutput();
+    }
+    if (this.outputPaused) {
+      // Restarted on every call that made progress; fires only when the reader stays stuck.
+      clearTimeout(this.stallTimer);
+      this.stallTimer = setTimeout(() => {
+        this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
+        void this.close("output_stalled");
+      }, stallMs);
+      this.stallTimer.unref();
+    } else if (this.stallTimer) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = undefined;
+    }
+  }
+
+  private onAgentExit(exit: AgentExit): void {
+    this.exit = exit;
+    if (this.state !== "open") return;
+    this.state = "ended";
+    this.logger.info("agent exited", { connection: shortId(this.id), code: exit.code, signal: exit.signal });
+    const data = {
+      reason: "agent_exited",
+      exitCode: exit.code,
+      signal: exit.signal,
+      stderrTail: exit.stderrTail,
+    };
+    for (const request of this.pendingClient.values()) {
+      this.emit(
+        errorResponse(request.id as JsonRpcId, -32603, "The agent process exited before answering.", data),
+      );
+    }
+    this.pendingClient.clear();
+    for (const ext of this.options.extensions) ext.agentExited?.(exit, this);
+    const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
+    for (const sessionId of sessions) {
+      this.emit({ jsonrpc: "2.0", method: "_sandboxagent/session/ended", params: { sessionId, ...data } });
+    }
+    this.pump();
+    this.endedTimer = setTimeout(() => void this.close("ended"), this.options.limits.endedRetentionMs);
+    this.endedTimer.unref();
+  }
+}

@@ -1,0 +1,36 @@
+import type { AgentExit } from "./agent-process.js";
+import type { JsonRpcMessage } from "./json-rpc.js";
+
+/** What an extension may do with the connection it is attached to. */
+export interface ConnectionApi {
+  readonly id: string;
+  readonly agentId: string;
+  /** Sessions the agent created, loaded, resumed or forked on this connection. */
+  readonly sessionIds: ReadonlySet<string>;
+  /** Sends a server-originated message to the client on the SSE stream, in order with agent output. */
+  emit(message: JsonRpcMessage): void;
+  /** Writes a message to the agent's stdin, in order with client messages. */
+  forward(message: JsonRpcMessage): Promise<void>;
+  /** Ends the connection (agent process terminated). */
+  close(reason: string): Promise<void>;
+}
+
+/**
+ * Hooks through which Sandbox extensions (`_sandboxagent/*`, `_meta["sandboxagent.dev"]`) observe
+ * and adjust traffic. Everything no hook claims is forwarded verbatim.
+ */
+export interface ConnectionExtension {
+  /** Adjusts the agent's `initialize` result before the client sees it (e.g. capability advertisement). */
+  initializeResult?(result: Record<string, unknown>, conn: ConnectionApi): void;
+  /** Sees every client message first; returning true means the extension answered it and it is not forwarded. */
+  clientMessage?(message: JsonRpcMessage, conn: ConnectionApi): boolean | Promise<boolean>;
+  /**
+   * Sees the agent's response to a client request (`request` is what the client sent). Returning
+   * true means the response object was changed and must be re-serialized.
+   */
+  agentResponse?(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean;
+  /** Sees agent notifications and requests (read-only). */
+  agentMessage?(message: JsonRpcMessage, conn: ConnectionApi): void;
+  /** Called once when the agent process is gone, before `_sandboxagent/session/ended` is sent. */
+  agentExited?(exit: AgentExit, conn: ConnectionApi): void;
+}

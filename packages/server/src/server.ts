@@ -1,0 +1,117 @@
+import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { AgentRegistry } from "./agents/registry.js";
+import type { AgentSpec } from "./agents/types.js";
+import { controlPlaneRoutes } from "./control-plane/routes.js";
+import { problems } from "./http/problem.js";
+import { Router, withProblems } from "./http/router.js";
+import { checkRequest } from "./http/security.js";
+import { createLogger, type Logger, type LogLevel } from "./log.js";
+import { ConnectionRegistry } from "./runtime/connections.js";
+import { agentEnvironment } from "./runtime/env.js";
+import type { ConnectionExtension } from "./runtime/extension.js";
+import type { JsonRpcMessage } from "./runtime/json-rpc.js";
+import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
+import { agentIdOf, rpcRoutes, type Launch } from "./transport/rpc-routes.js";
+import { sandboxExtensions } from "./extensions/index.js";
+
+export interface ServerOptions {
+  host?: string;
+  port?: number;
+  /** Bearer token; required when binding a non-loopback address. */
+  token?: string;
+  allowedOrigins?: string[];
+  allowedHosts?: string[];
+  agents?: Record<string, AgentSpec>;
+  /** Agent used when `initialize` names none. Unset: such an initialize is a 400. */
+  defaultAgent?: string;
+  dataDir: string;
+  /** Working directory of agent processes and root of the filesystem API. */
+  workdir?: string;
+  limits?: Partial<RuntimeLimits>;
+  logLevel?: LogLevel;
+  logger?: Logger;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  server: Server;
+  connections: ConnectionRegistry;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.has(host) || host.startsWith("127.");
+}
+
+/** Starts the HTTP server: `/v2/rpc` transport, control plane, security middleware. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const host = options.host ?? "127.0.0.1";
+  const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const logger = options.logger ?? createLogger(options.logLevel ?? "info");
+  const workdir = options.workdir ?? process.cwd();
+  mkdirSync(options.dataDir, { recursive: true });
+  const registry = new AgentRegistry(options.agents);
+  const connections = new ConnectionRegistry(limits.idleMs, logger);
+  const extensions: ConnectionExtension[] = sandboxExtensions({ logger });
+
+  const launch = async (message: JsonRpcMessage): Promise<Launch> => {
+    const id = agentIdOf(message) ?? options.defaultAgent;
+    if (id === undefined) {
+      throw problems.badRequest('initialize must name its agent in params._meta["sandboxagent.dev"].agent.', {
+        availableAgents: registry.ids(),
+      });
+    }
+    const agent = registry.get(id);
+    if (!agent)
+      throw problems.badRequest(`Unknown agent ${JSON.stringify(id)}.`, { availableAgents: registry.ids() });
+    return { agent, env: agentEnvironment(agent.spec, process.env), cwd: workdir };
+  };
+
+  const router = new Router()
+    .add(...rpcRoutes({ connections, limits, logger, extensions, launch }))
+    .add(...controlPlaneRoutes({ registry, connections, dataDir: options.dataDir, workdir, logger }));
+
+  const security = {
+    token: options.token,
+    allowedOrigins: options.allowedOrigins ?? [],
+    allowedHosts: options.allowedHosts ?? [],
+    loopbackOnly: isLoopback(host),
+  };
+  const server = createServer((req, res) => {
+    void withProblems(
+      res,
+      async () => {
+        const url = new URL(req.url ?? "/", "http://localhost");
+        if (!checkRequest(req, res, security)) return;
+        await router.handle(req, res, url);
+      },
+      (error) => logger.error("request failed", { error: String(error) }),
+    );
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  // SSE responses are long-lived; the request timeout only bounds receiving the request itself.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 2468, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${urlHost}:${address.port}`,
+    port: address.port,
+    server,
+    connections,
+    close: async () => {
+      await connections.closeAll("shutdown");
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { IncomingMessage } from "node:http";
+import { problems } from "../http/problem.js";
+
+/** The SDK's `createHttpStream` uses `Acp-Connection-Id`; the seed contract `x-acp-connection-id`. Both work. */
+export const CONNECTION_HEADERS = ["acp-connection-id", "x-acp-connection-id"] as const;
+
+function single(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function connectionIdOf(req: IncomingMessage): string | undefined {
+  const [a, b] = CONNECTION_HEADERS.map((name) => single(req, name));
+  if (a !== undefined && b !== undefined && a !== b) {
+    throw problems.badRequest("Acp-Connection-Id and x-acp-connection-id name different connections.");
+  }
+  return a ?? b;
+}
+
+export function requireConnectionId(req: IncomingMessage): string {
+  const id = connectionIdOf(req);
+  if (id === undefined) {
+    throw problems.badRequest(
+      "Missing Acp-Connection-Id header; POST initialize first to create a connection.",
+    );
+  }
+  return id;
+}
+
+export function sessionHeaderOf(req: IncomingMessage): string | undefined {
+  return single(req, "acp-session-id");
+}
+
+export function lastEventIdOf(req: IncomingMessage): string | undefined {
+  return single(req, "last-event-id");
+}
+
+export function protocolVersionHeaderOf(req: IncomingMessage): string | undefined {
+  return single(req, "acp-protocol-version");
+}
+
+export function connectionIdHeaders(id: string): Record<string, string> {
+  return Object.fromEntries(CONNECTION_HEADERS.map((name) => [name, id]));
+}

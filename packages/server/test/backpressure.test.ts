@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { readSse } from "@sandbox-agent/testkit";
+import { mockWith, stdinLog } from "./support/agents.js";
+import { processesWith, rssBytes } from "./support/procs.js";
+import { RawConnection } from "./support/rpc.js";
+
+const noisyLog = stdinLog();
+
+describe("backpressure (T-BP)", () => {
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startServer({
+      config: {
+        agents: { noisy: mockWith("--stdin-log", noisyLog) },
+        limits: {
+          maxBufferedBytes: 512 * 1024,
+          replayBytes: 512 * 1024,
+          stallMs: 1500,
+          maxMessageBytes: 1024 * 1024,
+        },
+      },
+    });
+  });
+  after(() => server.stop());
+
+  it("T-BP-01: a client that never reads while the agent floods is closed after the stall; memory stays bounded", async () => {
+    const conn = await RawConnection.open(server, "noisy");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    sse.close();
+    const base = rssBytes(server.process.pid!);
+    await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: `chunks 400000 ${"x".repeat(200)}` }],
+    });
+    await waitFor(() => processesWith(noisyLog).length === 0, 15_000, "stalled connection to be closed");
+    const grown = rssBytes(server.process.pid!) - base;
+    assert.ok(grown < 64 * 1024 * 1024, `server grew by ${grown} bytes for ~100 MB of agent output`);
+    assert.equal((await conn.post({ jsonrpc: "2.0", method: "_x" })).status, 404);
+  });
+
+  it("T-BP-02: a slow reader gets every event in order while the server stays bounded", async () => {
+    const conn = await RawConnection.open(server);
+    const first = await conn.openSse();
+    const sessionId = await conn.newSession(first);
+    first.close();
+    const count = 30_000;
+    const pad = "y".repeat(300);
+    const promptId = await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: `chunks ${count} ${pad}` }],
+    });
+    const response = await conn.get({ "last-event-id": first.lastId()! });
+    const base = rssBytes(server.process.pid!);
+    let maxGrowth = 0;
+    let seen = 0;
+    let lastSeq = 0;
+    let done = false;
+    for await (const event of readSse(response.body!)) {
+      if (!event.data || event.event === "retry" || event.event === "comment") continue;
+      const seq = Number(event.id!.split(".")[1]);
+      assert.ok(seq > lastSeq, "ids increase");
+      lastSeq = seq;
+      const message = JSON.parse(event.data) as { id?: number; method?: string };
+      if (message.method === "session/update") seen++;
+      if (message.id === promptId) {
+        done = true;
+        break;
+      }
+      if (seen % 2000 === 0) {
+        maxGrowth = Math.max(maxGrowth, rssBytes(server.process.pid!) - base);
+        await new Promise((r) => setTimeout(r, 30)); // read slowly so the pipe fills up
+      }
+    }
+    assert.ok(done, "turn completed");
+    assert.equal(seen, count, "nothing lost");
+    assert.ok(maxGrowth < 48 * 1024 * 1024, `server grew by ${maxGrowth} bytes for ~10 MB streamed`);
+  });
+
+  it("T-BP-03: a line over the message limit closes the connection with a logged reason, not an OOM", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: "bigline 4000000" }] });
+    await sse.done;
+    await waitFor(() => /message limit/.test(server.logs()), 5000, "log line");
+    assert.equal((await fetch(`${server.baseUrl}/v2/health`)).status, 200);
+  });
+});

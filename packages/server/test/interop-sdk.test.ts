@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { client, type SessionNotification } from "@agentclientprotocol/sdk";
+import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
+import { startServer, type RunningServer } from "@sandbox-agent/testkit";
+
+describe("interop: the official ACP SDK client over createHttpStream (T-SSE-11)", () => {
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.stop());
+
+  it("completes initialize → session/new → prompt with every update exactly once, and a permission round trip", async () => {
+    const updates: SessionNotification[] = [];
+    const app = client({ name: "interop-test" })
+      .onNotification("session/update", ({ params }) => {
+        updates.push(params);
+      })
+      .onRequest("session/request_permission", () => ({
+        outcome: { outcome: "selected", optionId: "allow_once" },
+      }));
+    const stream = createHttpStream(`${server.baseUrl}/v2/rpc`);
+    const stopReason = await app.connectWith(stream, async (ctx) => {
+      const init = await ctx.request("initialize", {
+        protocolVersion: 1,
+        clientCapabilities: {},
+        _meta: { "sandboxagent.dev": { agent: "mock" } },
+      });
+      assert.equal(init.protocolVersion, 1);
+      const session = await ctx.request("session/new", { cwd: process.cwd(), mcpServers: [] });
+      const result = await ctx.request("session/prompt", {
+        sessionId: session.sessionId,
+        prompt: [{ type: "text", text: "chunks 50\npermission go" }],
+      });
+      return result.stopReason;
+    });
+    assert.equal(stopReason, "end_turn");
+    const texts = updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate === "agent_message_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""));
+    assert.deepEqual(
+      texts.slice(0, 50),
+      Array.from({ length: 50 }, (_, i) => `chunk ${i + 1} `),
+    );
+    assert.ok(texts.some((t) => t.includes("permission: selected allow_once")));
+  });
+});

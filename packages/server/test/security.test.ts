@@ -1,0 +1,144 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startServer, type RunningServer } from "@sandbox-agent/testkit";
+import { RawConnection } from "./support/rpc.js";
+
+describe("security (T-SEC)", () => {
+  let server: RunningServer;
+  const token = "s3cret-token-for-tests";
+
+  before(async () => {
+    server = await startServer({ token, args: ["--allow-origin", "http://app.example"] });
+  });
+  after(() => server.stop());
+
+  it("T-SEC-04: binds 127.0.0.1 by default", () => {
+    assert.equal(new URL(server.baseUrl).hostname, "127.0.0.1");
+  });
+
+  it("T-SEC-02: missing or wrong bearer token is 401 on POST, GET and DELETE", async () => {
+    const conn = await RawConnection.open(server);
+    for (const authorization of [undefined, "Bearer wrong", "Basic abc", `Bearer ${token}x`]) {
+      const headers: Record<string, string> = { "acp-connection-id": conn.id };
+      if (authorization) headers.authorization = authorization;
+      const requests = [
+        fetch(`${server.baseUrl}/v2/rpc`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body: '{"jsonrpc":"2.0","method":"_x"}',
+        }),
+        fetch(`${server.baseUrl}/v2/rpc`, { headers: { ...headers, accept: "text/event-stream" } }),
+        fetch(`${server.baseUrl}/v2/rpc`, { method: "DELETE", headers }),
+        fetch(`${server.baseUrl}/v2/health`, { headers }),
+      ];
+      for (const response of await Promise.all(requests)) {
+        assert.equal(response.status, 401);
+        assert.equal(response.headers.get("content-type"), "application/problem+json");
+        assert.match(response.headers.get("www-authenticate") ?? "", /Bearer/);
+      }
+    }
+    assert.equal((await conn.post({ jsonrpc: "2.0", method: "_x" })).status, 202);
+  });
+
+  it("T-SEC-01: a foreign Origin is 403 on every endpoint", async () => {
+    for (const path of ["/v2/rpc", "/v2/health"]) {
+      const response = await fetch(`${server.baseUrl}${path}`, {
+        headers: server.headers({ origin: "http://evil.example" }),
+      });
+      assert.equal(response.status, 403, path);
+      assert.equal(response.headers.get("content-type"), "application/problem+json");
+    }
+  });
+
+  it("rejects a Host header that is not loopback (DNS rebinding)", async () => {
+    const { request } = await import("node:http");
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        `${server.baseUrl}/v2/health`,
+        { headers: { host: "attacker.example:2468", ...server.headers() } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+    assert.equal(status, 403);
+  });
+
+  it("T-SEC-06: CORS preflight and responses for an allowed origin expose the connection header", async () => {
+    const preflight = await fetch(`${server.baseUrl}/v2/rpc`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type, authorization, acp-connection-id",
+      },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get("access-control-allow-origin"), "http://app.example");
+    assert.match(preflight.headers.get("access-control-allow-headers")!, /acp-connection-id/);
+    const response = await fetch(`${server.baseUrl}/v2/rpc`, {
+      method: "POST",
+      headers: server.headers({ origin: "http://app.example", "content-type": "application/json" }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: 1, _meta: { "sandboxagent.dev": { agent: "mock" } } },
+      }),
+    });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get("access-control-allow-origin"), "http://app.example");
+    assert.notEqual(response.headers.get("access-control-allow-origin"), "*");
+    assert.match(response.headers.get("access-control-expose-headers")!, /acp-connection-id/i);
+    assert.equal(response.headers.get("vary"), "Origin");
+  });
+});
+
+describe("CLI", () => {
+  it("refuses a non-loopback bind without a token, with exit code 2", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const { serverBin } = await import("@sandbox-agent/testkit");
+    const result = spawnSync(process.execPath, [serverBin, "server", "--host", "0.0.0.0", "--port", "0"], {
+      encoding: "utf8",
+      env: { ...process.env, SANDBOX_AGENT_TOKEN: "" },
+      timeout: 10_000,
+    });
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /without --token/);
+  });
+
+  it("--help and --version exit 0; an unknown flag or command exits 2", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const { serverBin } = await import("@sandbox-agent/testkit");
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, [serverBin, ...args], { encoding: "utf8", timeout: 10_000 });
+    assert.match(run("--help").stdout, /Usage:/);
+    assert.match(run("--version").stdout, /^\d+\.\d+\.\d+/);
+    assert.equal(run("server", "--bogus").status, 2);
+    assert.equal(run("frobnicate").status, 2);
+  });
+
+  it("rejects a config file with unknown keys, and a missing one, with exit code 2", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const { writeFileSync } = await import("node:fs");
+    const { serverBin, tempDir } = await import("@sandbox-agent/testkit");
+    const file = `${tempDir()}/config.json`;
+    writeFileSync(file, JSON.stringify({ agents: { a: { command: "x", arg: [] } } }));
+    const bad = spawnSync(process.execPath, [serverBin, "server", "--port", "0", "--config", file], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /agents\.a.*arg/s);
+    const missing = spawnSync(
+      process.execPath,
+      [serverBin, "server", "--port", "0", "--config", "/nope.json"],
+      { encoding: "utf8", timeout: 10_000 },
+    );
+    assert.equal(missing.status, 2);
+    assert.match(missing.stderr, /Cannot read config file/);
+  });
+});

@@ -1,0 +1,209 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startServer, type RunningServer } from "@sandbox-agent/testkit";
+import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+
+const updates = (messages: RpcMessage[]) => messages.filter((m) => m.method === "session/update");
+
+describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startServer({ config: { limits: { keepAliveMs: 300, replayEvents: 50, retryMs: 250 } } });
+  });
+  after(() => server.stop());
+
+  it("T-SSE-01/02/03: content negotiation and connection checks", async () => {
+    const conn = await RawConnection.open(server);
+    const ok = await conn.get();
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get("content-type"), "text/event-stream");
+    assert.match(ok.headers.get("cache-control")!, /no-cache/);
+    await ok.body!.cancel();
+    assert.equal((await conn.get({ accept: "application/json" })).status, 406);
+    const none = await fetch(`${server.baseUrl}/v2/rpc`, { headers: { accept: "text/event-stream" } });
+    assert.equal(none.status, 400);
+    const unknown = await fetch(`${server.baseUrl}/v2/rpc`, {
+      headers: { accept: "text/event-stream", "acp-connection-id": "nope" },
+    });
+    assert.equal(unknown.status, 404);
+  });
+
+  it("T-SSE-04: a response produced before any GET is queued and delivered first", async () => {
+    const conn = await RawConnection.open(server);
+    const id = await conn.send("session/new", { cwd: "/", mcpServers: [] });
+    await new Promise((r) => setTimeout(r, 200));
+    const sse = await conn.openSse();
+    const first = await sse.waitFor(() => true);
+    assert.equal(first.id, id);
+    assert.ok(first.result?.sessionId);
+    sse.close();
+  });
+
+  it("T-SSE-05: a second GET without Last-Event-ID is 409 and the first is unaffected", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const second = await conn.get();
+    assert.equal(second.status, 409);
+    const sessionId = await conn.newSession(sse);
+    assert.ok(sessionId);
+    sse.close();
+  });
+
+  it("T-SSE-07 + T-RPL-07: priming event first (id, retry, empty data), keep-alive comments when idle", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    await new Promise((r) => setTimeout(r, 800));
+    assert.equal(sse.events[0]!.event, "retry");
+    assert.equal(sse.events[1]!.data, "");
+    assert.match(sse.events[1]!.id!, /^[0-9a-f]{8}\.0$/);
+    assert.ok(
+      sse.events.some((e) => e.event === "comment"),
+      "keep-alive comment seen",
+    );
+    assert.equal(sse.messages().length, 0);
+    sse.close();
+  });
+
+  it("T-SSE-08/09 + T-ORD-01: 1,000 updates in stdout order, each one object with an id, before the response", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const response = await conn.prompt(sse, sessionId, "chunks 1000");
+    assert.equal(response.result?.stopReason, "end_turn");
+    const messageEvents = sse.events.filter(
+      (e) => e.event !== "comment" && e.event !== "retry" && e.data !== "",
+    );
+    assert.ok(messageEvents.every((e) => e.id && !e.data.startsWith("[")));
+    const texts = updates(sse.messages()).map(
+      (m) => (m.params!.update as { content: { text: string } }).content.text,
+    );
+    assert.deepEqual(
+      texts,
+      Array.from({ length: 1000 }, (_, i) => `chunk ${i + 1} `),
+    );
+    const all = sse.messages();
+    const responseIndex = all.findIndex((m) => m.id === response.id);
+    assert.ok(all.slice(responseIndex + 1).every((m) => m.method !== "session/update"));
+    const seqs = messageEvents.map((e) => Number(e.id!.split(".")[1]));
+    assert.deepEqual(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+    );
+    assert.equal(new Set(seqs).size, seqs.length);
+    sse.close();
+  });
+
+  it("T-SSE-06 + T-RPL-01: a reconnect with Last-Event-ID takes over and replays after the cursor", async () => {
+    const conn = await RawConnection.open(server);
+    const first = await conn.openSse();
+    const sessionId = await conn.newSession(first);
+    await conn.prompt(first, sessionId, "chunks 5");
+    const ids = first.events.filter((e) => e.data !== "" && e.id).map((e) => e.id!);
+    const cursor = ids[2]!; // after the session/new response and two updates
+    const second = await conn.openSse(cursor);
+    await first.done; // the old stream was closed by the server
+    const replayed = await second.waitFor((m) => m.result?.stopReason !== undefined);
+    assert.ok(replayed);
+    const replayedIds = second.events.filter((e) => e.data !== "" && e.id).map((e) => e.id!);
+    assert.deepEqual(replayedIds, ids.slice(3));
+    second.close();
+  });
+
+  it("T-RPL-02 + T-RPL-08: events produced while detached, including a permission request, are replayed", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const cursor = sse.lastId()!;
+    sse.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const promptId = await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "chunks 10\npermission deploy" }],
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const again = await conn.openSse(cursor);
+    const request = await again.waitFor((m) => m.method === "session/request_permission");
+    assert.equal(updates(again.messages()).length, 10 + 1, "10 chunks and the tool call");
+    await conn.post({
+      jsonrpc: "2.0",
+      id: request.id,
+      result: { outcome: { outcome: "selected", optionId: "allow_once" } },
+    });
+    const done = await again.waitFor((m) => m.id === promptId);
+    assert.equal(done.result?.stopReason, "end_turn");
+    assert.match(agentText(again.messages(), sessionId), /permission: selected allow_once/);
+    again.close();
+  });
+
+  it("T-RPL-03: reconnecting without a cursor gets only never-written events, no duplicates", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    sse.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const promptId = await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "chunks 3" }],
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    const again = await conn.openSse(null);
+    await again.waitFor((m) => m.id === promptId);
+    assert.equal(
+      again.messages().filter((m) => m.result?.sessionId).length,
+      0,
+      "session/new response not repeated",
+    );
+    assert.equal(updates(again.messages()).length, 3);
+    again.close();
+  });
+
+  it("T-RPL-04: an evicted cursor is 410 with no partial stream", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const early = sse.lastId()!;
+    await conn.prompt(sse, sessionId, "chunks 200"); // replay log keeps 50 events
+    const response = await conn.get({ "last-event-id": early });
+    assert.equal(response.status, 410);
+    assert.equal(response.headers.get("content-type"), "application/problem+json");
+    sse.close();
+  });
+
+  it("T-RPL-05/06: a cursor of another connection is 410; a malformed one 400", async () => {
+    const a = await RawConnection.open(server);
+    const b = await RawConnection.open(server);
+    const sseA = await a.openSse();
+    await a.newSession(sseA);
+    const foreign = await b.get({ "last-event-id": sseA.lastId()! });
+    assert.equal(foreign.status, 410);
+    const malformed = await b.get({ "last-event-id": "garbage" });
+    assert.equal(malformed.status, 400);
+    sseA.close();
+  });
+
+  it("T-SSE-11 helper: a session-scoped GET (Acp-Session-Id) is 200 and idle", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const sessionStream = await conn.get({ "acp-session-id": sessionId });
+    assert.equal(sessionStream.status, 200);
+    await conn.prompt(sse, sessionId, "echo hi");
+    await sessionStream.body!.cancel();
+    sse.close();
+  });
+
+  it("T-ORD-04: session/load replays history before its response", async () => {
+    const conn = await RawConnection.open(server);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    for (let i = 0; i < 5; i++) await conn.prompt(sse, sessionId, `echo turn ${i}`);
+    const before = sse.messages().length;
+    const loaded = await conn.call(sse, "session/load", { sessionId, cwd: process.cwd(), mcpServers: [] });
+    const replay = sse.messages().slice(before);
+    const loadIndex = replay.findIndex((m) => m.id === loaded.id);
+    assert.ok(updates(replay.slice(0, loadIndex)).length >= 10, "user + agent chunks replayed first");
+    assert.match(agentText(replay.slice(0, loadIndex)), /turn 4/);
+    sse.close();
+  });
+});
