@@ -16,7 +16,7 @@ export function mockAgentApp(state: AgentState): AgentApp {
     .onRequest("initialize", ({ params }) => life.initialize(state, params))
     .onRequest("authenticate", ({ params }) => life.authenticate(state, params))
     .onRequest("session/new", ({ params }) => life.createSession(state, params))
-    .onRequest("session/load", ({ params, client }) => life.loadSession(state, client, params))
+    .onRequest("session/load", ({ params }) => life.loadSession(state, params))
     .onRequest("session/resume", ({ params }) => life.resumeSession(state, params))
     .onRequest("session/list", ({ params }) => life.listSessions(state, params))
     .onRequest("session/close", ({ params }) => life.closeSession(state, params.sessionId))

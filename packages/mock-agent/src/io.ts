@@ -13,9 +13,10 @@ export function writeAll(out: Writable, data: string | Uint8Array): Promise<void
  * both go through `process.stdout.write` with whole lines, so a raw line can never land inside
  * a JSON line.
  */
-export function stdoutSink(): WritableStream<Uint8Array> {
+export function stdoutSink(onWrite?: (bytes: number) => void): WritableStream<Uint8Array> {
   return new WritableStream<Uint8Array>({
     write(chunk) {
+      onWrite?.(chunk.byteLength);
       // Resolving at once while the stream accepts data keeps the SDK's per-message promise
       // chain short; waiting for 'drain' when it does not keeps memory bounded.
       if (process.stdout.write(chunk)) return;
@@ -59,11 +60,15 @@ export function flushStdout(): Promise<void> {
   return writeAll(process.stdout, "");
 }
 
-/** Writes `bytes` bytes of filler to stderr in 64 KiB pieces, awaiting each. */
+/** Writes raw text to stdout, waiting for 'drain' if the pipe is full. */
+export async function writeStdout(text: string): Promise<void> {
+  if (!process.stdout.write(text)) await new Promise((resolve) => process.stdout.once("drain", resolve));
+}
+
+/** Writes `bytes` bytes of filler (64 KiB `x…\n` lines) to stderr, awaiting each piece. */
 export async function writeStderr(bytes: number): Promise<void> {
   const piece = 64 * 1024;
-  const line = "x".repeat(piece - 1) + "\n";
   for (let left = bytes; left > 0; left -= piece) {
-    await writeAll(process.stderr, left >= piece ? line : "x".repeat(left - 1) + (left > 0 ? "\n" : ""));
+    await writeAll(process.stderr, "x".repeat(Math.min(left, piece) - 1) + "\n");
   }
 }

@@ -2,6 +2,7 @@ import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { mockAgentApp } from "./agent.js";
 import { parseFlags, type MockAgentFlags } from "./flags.js";
 import { flushStdout, stdinSource, stdoutSink } from "./io.js";
+import type { AgentState } from "./state.js";
 import { SessionStore } from "./store.js";
 
 function readFlags(): MockAgentFlags {
@@ -26,13 +27,14 @@ function start(flags: MockAgentFlags): void {
   });
   // A closed stdout (client gone) must not crash the agent with EPIPE; stdin EOF ends it.
   process.stdout.on("error", () => undefined);
-  const onLine = flags.stderrNoise
-    ? (line: string): void => void process.stderr.write(`mock-agent noise: received ${line.length} bytes\n`)
-    : undefined;
-  const stream = ndJsonStream(stdoutSink(), stdinSource({ logFile: flags.stdinLog, onLine }), {
+  const noise = (what: string) => (bytes: number) =>
+    void process.stderr.write(`mock-agent noise: ${what} ${bytes} bytes\n`);
+  const onLine = flags.stderrNoise ? (line: string): void => noise("received")(line.length) : undefined;
+  const output = stdoutSink(flags.stderrNoise ? noise("sent") : undefined);
+  const stream = ndJsonStream(output, stdinSource({ logFile: flags.stdinLog, onLine }), {
     maxMessageBytes: 256 * 1024 * 1024,
   });
-  const state = {
+  const state: AgentState = {
     flags,
     store: new SessionStore(process.env["MOCK_AGENT_STATE_DIR"] || undefined),
     authenticated: false,

@@ -91,3 +91,20 @@ export function sessionSetup(session: StoredSession): {
 export function notification(sessionId: string, update: SessionUpdate): SessionNotification {
   return { sessionId, update };
 }
+
+/** How many updates go into one raw stdout write (see `updateLines`). */
+export const UPDATE_BATCH = 256;
+
+/**
+ * The ndjson lines of `session/update` notifications, exactly as the SDK would write them. Bulk
+ * output (`chunks`, load replay) is written this way because the SDK's per-message promise
+ * chain caps throughput near 45k messages/s.
+ */
+export function updateLines(sessionId: string, updates: readonly SessionUpdate[]): string {
+  let text = "";
+  for (const update of updates)
+    text +=
+      JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: notification(sessionId, update) }) +
+      "\n";
+  return text;
+}

@@ -1,12 +1,6 @@
-import {
-  RequestError,
-  type AgentContext,
-  type ContentBlock,
-  type SessionUpdate,
-  type StopReason,
-} from "@agentclientprotocol/sdk";
-import { flushStdout, writeAll } from "./io.js";
-import { notification, type StoredSession } from "./session.js";
+import type { AgentContext, ContentBlock, SessionUpdate, StopReason } from "@agentclientprotocol/sdk";
+import { flushStdout, writeStdout } from "./io.js";
+import { notification, updateLines, type StoredSession } from "./session.js";
 import type { AgentState } from "./state.js";
 
 /** Thrown inside a turn to end it with a stop reason (`stop`, cancellation). */
@@ -34,16 +28,11 @@ export class Turn {
     return this.session.sessionId;
   }
 
-  /** Sends and records an update without waiting for it to be written (order is preserved). */
-  send(update: SessionUpdate): Promise<void> {
+  /** Sends and records an update, resolving once it is written (order is preserved). */
+  emit(update: SessionUpdate): Promise<void> {
     this.session.history.push(update);
     this.lastSend = this.client.notify("session/update", notification(this.sessionId, update));
     return this.lastSend;
-  }
-
-  /** Sends an update and waits until it was written. */
-  async emit(update: SessionUpdate): Promise<void> {
-    await this.send(update);
   }
 
   message(text: string): Promise<void> {
@@ -56,29 +45,17 @@ export class Turn {
     await flushStdout();
   }
 
-  /**
-   * Sends many updates as one stdout write, bypassing the SDK's per-message promise chain
-   * (which caps throughput near 45k messages/s). The lines are the exact JSON the SDK writes.
-   */
-  async sendBatch(updates: readonly SessionUpdate[]): Promise<void> {
-    let text = "";
-    for (const update of updates) {
-      this.session.history.push(update);
-      text +=
-        JSON.stringify({
-          jsonrpc: "2.0",
-          method: "session/update",
-          params: notification(this.sessionId, update),
-        }) + "\n";
-    }
+  /** Records updates and writes them as raw lines in one write, after everything sent so far. */
+  async emitBatch(updates: readonly SessionUpdate[]): Promise<void> {
+    this.session.history.push(...updates);
     await this.lastSend;
-    if (!process.stdout.write(text)) await new Promise((resolve) => process.stdout.once("drain", resolve));
+    await writeStdout(updateLines(this.sessionId, updates));
   }
 
   /** Writes a raw stdout line after everything sent so far (never inside another message). */
   async raw(line: string): Promise<void> {
     await this.lastSend;
-    await writeAll(process.stdout, line + "\n");
+    await writeStdout(line + "\n");
   }
 
   nextToolCallId(): string {
@@ -103,9 +80,5 @@ export class Turn {
       this.signal.addEventListener("abort", onAbort, { once: true });
       work.then(resolve, reject).finally(() => this.signal.removeEventListener("abort", onAbort));
     });
-  }
-
-  fail(code: number, message: string): never {
-    throw new RequestError(code, message);
   }
 }

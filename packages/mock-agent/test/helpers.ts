@@ -15,6 +15,8 @@ export interface AgentUnderTest {
   agent: ClientContext;
   updates: SessionNotification[];
   permissionRequests: RequestPermissionRequest[];
+  /** Notifications other than session/update (extension notifications). */
+  otherNotifications: { method: string; params: unknown }[];
   /** Everything the agent wrote to stdout, verbatim. */
   stdout(): string;
   stderr(): string;
@@ -58,6 +60,7 @@ export function startAgent(options: StartOptions = {}): AgentUnderTest {
   );
   const updates: SessionNotification[] = [];
   const permissionRequests: RequestPermissionRequest[] = [];
+  const otherNotifications: { method: string; params: unknown }[] = [];
   const answer = options.permission ?? "allow_once";
   const app = client({ name: "mock-agent-test" })
     .onNotification("session/update", ({ params }) => void updates.push(params))
@@ -68,6 +71,12 @@ export function startAgent(options: StartOptions = {}): AgentUnderTest {
         ? { outcome: { outcome: "cancelled" } }
         : { outcome: { outcome: "selected", optionId: answer } };
     })
+    .onNotification("*", ({ method, params }) => void otherNotifications.push({ method, params }))
+    .onRequest(
+      "_mock/echo",
+      (params: unknown) => params,
+      ({ params }) => ({ echoed: params }),
+    )
     .onRequest("fs/read_text_file", ({ params }) => {
       if (!options.readTextFile) throw new Error("no fs");
       return { content: options.readTextFile(params.path) };
@@ -82,6 +91,7 @@ export function startAgent(options: StartOptions = {}): AgentUnderTest {
     agent: connection.agent,
     updates,
     permissionRequests,
+    otherNotifications,
     stdout: () => out,
     stderr: () => err,
     exited,

@@ -23,7 +23,10 @@ function startHttpMcp(): Promise<HttpServer> {
   return new Promise((resolve) => http.listen(0, "127.0.0.1", () => resolve(http)));
 }
 
-async function runPrompt(mcpServers: McpServer[], text: string): Promise<{ texts: string[]; kinds: string[] }> {
+async function runPrompt(
+  mcpServers: McpServer[],
+  text: string,
+): Promise<{ texts: string[]; kinds: string[] }> {
   const a = startAgent();
   try {
     await a.initialize();
@@ -44,21 +47,35 @@ describe("mcp commands", { timeout: 20_000 }, () => {
 
   it("calls a tool of an http MCP server", async () => {
     const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-    const result = await runPrompt([{ type: "http", name: "tools", url, headers: [] }], 'mcp add {"a": 2, "b": 40}\nmcp-list');
+    const result = await runPrompt(
+      [{ type: "http", name: "tools", url, headers: [] }],
+      'mcp add {"a": 2, "b": 40}\nmcp-list',
+    );
     assert.deepEqual(result.texts, ["mcp result: 42", "mcp tools: add, shout"]);
-    assert.deepEqual(result.kinds, ["tool_call", "tool_call_update", "agent_message_chunk", "agent_message_chunk"]);
+    assert.deepEqual(result.kinds, [
+      "tool_call",
+      "tool_call_update",
+      "agent_message_chunk",
+      "agent_message_chunk",
+    ]);
   });
 
   it("calls a tool of a stdio MCP server", async () => {
     const script = fileURLToPath(new URL("./fixtures/mcp-stdio-server.js", import.meta.url));
-    const result = await runPrompt([{ name: "tools", command: process.execPath, args: [script], env: [] }], 'mcp shout {"text": "hi"}');
+    const result = await runPrompt(
+      [{ name: "tools", command: process.execPath, args: [script], env: [] }],
+      'mcp shout {"text": "hi"}',
+    );
     assert.deepEqual(result.texts, ["mcp result: HI"]);
   });
 
   it("reports errors as text", async () => {
     const noServer = await runPrompt([], "mcp add {}");
     assert.deepEqual(noServer.texts, ["mcp error: the session has no MCP servers"]);
-    const unreachable = await runPrompt([{ type: "http", name: "gone", url: "http://127.0.0.1:1/mcp", headers: [] }], "mcp-list");
+    const unreachable = await runPrompt(
+      [{ type: "http", name: "gone", url: "http://127.0.0.1:1/mcp", headers: [] }],
+      "mcp-list",
+    );
     assert.match(unreachable.texts[0] ?? "", /^mcp error: /);
   });
 });

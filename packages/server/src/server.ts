@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { createWriteStream, mkdirSync } from "node:fs";
+import path from "node:path";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { AgentRegistry } from "./agents/registry.js";
@@ -52,9 +53,15 @@ export function isLoopback(host: string): boolean {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
-  const logger = options.logger ?? createLogger(options.logLevel ?? "info");
   const workdir = options.workdir ?? process.cwd();
-  mkdirSync(options.dataDir, { recursive: true });
+  mkdirSync(path.join(options.dataDir, "logs"), { recursive: true });
+  const logFile = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
+  const logger =
+    options.logger ??
+    createLogger(options.logLevel ?? "info", (line) => {
+      process.stderr.write(line);
+      logFile.write(line);
+    });
   const registry = new AgentRegistry(options.agents);
   const connections = new ConnectionRegistry(limits.idleMs, logger);
   const extensions: ConnectionExtension[] = sandboxExtensions({ logger });
@@ -112,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await connections.closeAll("shutdown");
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      logFile.end();
     },
   };
 }

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { mockAgentBin, startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { mockWith, stdinLog } from "./support/agents.js";
@@ -104,6 +106,8 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
     assert.equal((await conn.get()).status, 404);
     const noHeader = await fetch(`${server.baseUrl}/v2/rpc`, { method: "DELETE" });
     assert.equal(noHeader.status, 400);
+    const logFile = readFileSync(path.join(server.dataDir, "logs", "server.log"), "utf8");
+    assert.match(logFile, /connection closed .*reason="deleted"/);
   });
 
   it("T-DEL-04: an agent that ignores SIGTERM is SIGKILLed after the grace period", async () => {

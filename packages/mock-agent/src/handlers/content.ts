@@ -1,23 +1,21 @@
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
+import { UPDATE_BATCH } from "../session.js";
 import type { Turn } from "../turn.js";
 
 /** 1x1 transparent PNG. */
 export const TINY_PNG_BASE64 =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==";
 
-/** Chunks per stdout write: big enough for throughput, small enough to notice a cancel soon. */
-const CHUNK_BATCH = 256;
-
 export async function chunks(turn: Turn, count: number, text: string | undefined): Promise<void> {
-  for (let first = 1; first <= count; first += CHUNK_BATCH) {
+  for (let first = 1; first <= count; first += UPDATE_BATCH) {
     const batch: SessionUpdate[] = [];
-    for (let i = first; i < first + CHUNK_BATCH && i <= count; i++) {
+    for (let i = first; i < first + UPDATE_BATCH && i <= count; i++) {
       batch.push({
         sessionUpdate: "agent_message_chunk",
         content: { type: "text", text: text ?? `chunk ${i} ` },
       });
     }
-    await turn.sendBatch(batch);
+    await turn.emitBatch(batch);
     turn.checkCancelled();
   }
 }

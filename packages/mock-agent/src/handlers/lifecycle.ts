@@ -15,12 +15,15 @@ import {
   type SetSessionConfigOptionRequest,
   type SetSessionConfigOptionResponse,
 } from "@agentclientprotocol/sdk";
+import { writeStdout } from "../io.js";
 import {
   configOptions,
   MODES,
   newSession,
   notification,
   sessionSetup,
+  UPDATE_BATCH,
+  updateLines,
   type StoredSession,
 } from "../session.js";
 import type { AgentState } from "../state.js";
@@ -98,14 +101,12 @@ function attach(state: AgentState, params: AttachRequest): StoredSession {
 
 export async function loadSession(
   state: AgentState,
-  client: AgentContext,
   params: LoadSessionRequest,
 ): Promise<LoadSessionResponse> {
   const session = attach(state, params);
-  let last: Promise<void> = Promise.resolve();
-  for (const update of session.history)
-    last = client.notify("session/update", notification(session.sessionId, update));
-  await last;
+  for (let i = 0; i < session.history.length; i += UPDATE_BATCH) {
+    await writeStdout(updateLines(session.sessionId, session.history.slice(i, i + UPDATE_BATCH)));
+  }
   return sessionSetup(session);
 }
 

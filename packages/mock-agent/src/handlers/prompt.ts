@@ -42,6 +42,8 @@ export async function prompt(
   state.turns.set(session.sessionId, abort);
   session.title ??= firstWords(text) || null;
   for (const content of params.prompt) session.history.push({ sessionUpdate: "user_message_chunk", content });
+  // Saved before running too, so a crash mid-turn still leaves the prompt in the stored history.
+  state.store.save(session);
   const turn = new Turn(state, session, client, abort.signal, params.prompt, params._meta);
   try {
     await runScript(turn, commands);

@@ -1,0 +1,95 @@
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { RequestError, type InitializeRequest } from "@agentclientprotocol/sdk";
+import { killAll, startAgent } from "./helpers.js";
+
+after(killAll);
+
+const INIT: InitializeRequest = { protocolVersion: 1, clientCapabilities: {} };
+
+describe("startup options and process lifecycle", { timeout: 20_000 }, () => {
+  it("--exit-on-start exits at once with the code", async () => {
+    assert.deepEqual(await startAgent({ flags: ["--exit-on-start", "3"] }).exited, { code: 3, signal: null });
+    assert.deepEqual(await startAgent({ env: { MOCK_AGENT_FLAGS: "--exit-on-start" } }).exited, {
+      code: 1,
+      signal: null,
+    });
+  });
+
+  it("rejects unknown options with exit code 2", async () => {
+    const a = startAgent({ flags: ["--bogus"] });
+    assert.deepEqual(await a.exited, { code: 2, signal: null });
+    assert.match(a.stderr(), /unknown option --bogus/);
+  });
+
+  it("--fail-initialize and --protocol-version", async () => {
+    const failing = startAgent({ flags: ["--fail-initialize"] });
+    const versioned = startAgent({ flags: ["--protocol-version", "7"] });
+    try {
+      await assert.rejects(
+        failing.agent.request("initialize", INIT),
+        (e: unknown) => e instanceof RequestError && e.code === -32602,
+      );
+      assert.equal((await versioned.agent.request("initialize", INIT)).protocolVersion, 7);
+    } finally {
+      await Promise.all([failing.stop(), versioned.stop()]);
+    }
+  });
+
+  it("--hang-initialize never answers", async () => {
+    const a = startAgent({ flags: ["--hang-initialize"] });
+    try {
+      const outcome = await Promise.race([
+        a.agent.request("initialize", INIT).then(() => "answered"),
+        new Promise((r) => setTimeout(() => r("silent"), 500)),
+      ]);
+      assert.equal(outcome, "silent");
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("--stdin-log records raw input and --stderr-noise logs every line", async () => {
+    const log = path.join(mkdtempSync(path.join(os.tmpdir(), "mock-agent-log-")), "stdin.log");
+    const a = startAgent({ flags: ["--stdin-log", log, "--stderr-noise"] });
+    try {
+      await a.agent.request("initialize", INIT);
+      await a.agent.request("session/new", { cwd: os.tmpdir(), mcpServers: [] });
+      const lines = readFileSync(log, "utf8").trimEnd().split("\n");
+      assert.deepEqual(
+        lines.map((l) => (JSON.parse(l) as { method: string }).method),
+        ["initialize", "session/new"],
+      );
+      assert.equal(a.stderr().match(/noise: received/g)?.length, 2);
+      assert.equal(a.stderr().match(/noise: sent/g)?.length, 2);
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("exits 0 on stdin EOF and on SIGTERM; --ignore-sigterm needs SIGKILL", async () => {
+    const eof = startAgent();
+    await eof.initialize();
+    eof.child.stdin?.end();
+    assert.deepEqual(await eof.exited, { code: 0, signal: null });
+
+    const term = startAgent();
+    await term.initialize();
+    term.child.kill("SIGTERM");
+    assert.deepEqual(await term.exited, { code: 0, signal: null });
+
+    const stubborn = startAgent({ flags: ["--ignore-sigterm"] });
+    await stubborn.initialize();
+    stubborn.child.kill("SIGTERM");
+    const outcome = await Promise.race([
+      stubborn.exited.then(() => "exited"),
+      new Promise((r) => setTimeout(() => r("alive"), 300)),
+    ]);
+    assert.equal(outcome, "alive");
+    stubborn.child.kill("SIGKILL");
+    assert.equal((await stubborn.exited).signal, "SIGKILL");
+  });
+});
