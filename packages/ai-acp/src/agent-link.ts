@@ -108,7 +108,7 @@ export class AgentLink {
 
   private async handshake(): Promise<void> {
     this.connection = this.app().connect(this.options.transport.stream);
-    const init = await this.untilDeath(
+    const init: InitializeResponse = await this.untilDeath<InitializeResponse>(
       this.connection.agent.request("initialize", {
         protocolVersion: PROTOCOL_VERSION,
         // The agent runs inside the sandbox with direct file and shell access.
@@ -116,7 +116,7 @@ export class AgentLink {
         clientInfo: CLIENT_INFO,
       }),
       "initialize",
-    ).catch((err: unknown) => {
+    ).catch((err: unknown): never => {
       if (err instanceof AcpHarnessError) throw err;
       throw new AcpHarnessError("initialize_failed", `${this.options.name}: initialize failed: ${errorMessage(err)}${this.stderrSuffix()}`);
     });
@@ -142,7 +142,7 @@ export class AgentLink {
       );
     }
     await this.untilDeath(this.agent.request("authenticate", { methodId: authMethodId }), "authenticate").catch(
-      (err: unknown) => {
+      (err: unknown): never => {
         if (err instanceof AcpHarnessError) throw err;
         throw new AcpHarnessError("authenticate_failed", `${name}: authenticate failed: ${errorMessage(err)}${this.stderrSuffix()}`);
       },

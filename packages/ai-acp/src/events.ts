@@ -81,6 +81,14 @@ export class AcpEventMapper {
     }
   }
 
+  /** A run pauses: close open messages (AG-UI messages do not span runs) and end the tool call it waits on. */
+  pause(toolCallId: string | undefined): AdapterChunk[] {
+    const out = [...this.closeText(), ...this.closeReasoning()];
+    const tool = toolCallId !== undefined ? this.tools.get(toolCallId) : undefined;
+    if (tool && !tool.ended) out.push(...this.endTool(tool));
+    return out;
+  }
+
   /** Closes everything still open. `cancelled` marks unfinished tool calls as such in their result. */
   closeAll(cancelled: boolean): AdapterChunk[] {
     const out = [...this.closeText(), ...this.closeReasoning()];

@@ -6,7 +6,13 @@ import {
 } from "@tanstack/ai/adapter-internals";
 import type { AgentText } from "./events.js";
 
-export { appendOutputSchemaInstruction } from "@tanstack/ai/adapter-internals";
+/**
+ * The output contract goes before the task: an agent reads the whole prompt
+ * either way, and the task text stays the last thing it sees.
+ */
+export function withOutputSchemaInstruction(prompt: string, schema: unknown): string {
+  return `Your final message must be a single JSON object that matches this JSON Schema, with no prose around it:\n${JSON.stringify(schema)}\n\n${prompt}`;
+}
 
 export interface RunIds {
   model: string;
@@ -43,6 +49,11 @@ export function finishStructuredTurn(texts: ReadonlyArray<AgentText>, ids: RunId
   out.push(structuredOutputStartChunk({ messageId: last.id, ...ids }));
   out.push(structuredOutputCompleteChunk({ messageId: last.id, object, raw: last.text, ...ids }));
   return out;
+}
+
+/** Held-back text of a turn that ended without a structured answer (refusal, cancel, limits). */
+export function releaseTexts(texts: ReadonlyArray<AgentText>): AdapterYieldChunk[] {
+  return texts.flatMap((text) => textMessage(text));
 }
 
 function textMessage(text: AgentText): AdapterYieldChunk[] {

@@ -17,10 +17,7 @@ export function stdoutSink(onWrite?: (bytes: number) => void): WritableStream<Ui
   return new WritableStream<Uint8Array>({
     write(chunk) {
       onWrite?.(chunk.byteLength);
-      // Resolving at once while the stream accepts data keeps the SDK's per-message promise
-      // chain short; waiting for 'drain' when it does not keeps memory bounded.
-      if (process.stdout.write(chunk)) return;
-      return new Promise<void>((resolve) => process.stdout.once("drain", () => resolve()));
+      return writeStdout(chunk);
     },
   });
 }
@@ -44,7 +41,7 @@ export function stdinSource(options: StdinOptions): ReadableStream<Uint8Array> {
           pending = lines.pop() ?? "";
           for (const line of lines) options.onLine(line);
         }
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        controller.enqueue(new Uint8Array(chunk));
       });
       process.stdin.on("end", () => controller.close());
       process.stdin.on("error", (error) => controller.error(error));
@@ -60,9 +57,12 @@ export function flushStdout(): Promise<void> {
   return writeAll(process.stdout, "");
 }
 
-/** Writes raw text to stdout, waiting for 'drain' if the pipe is full. */
-export async function writeStdout(text: string): Promise<void> {
-  if (!process.stdout.write(text)) await new Promise((resolve) => process.stdout.once("drain", resolve));
+/**
+ * Writes to stdout, waiting only if the pipe is full: not waiting for each write's callback keeps
+ * the SDK's per-message promise chain short, and waiting for 'drain' keeps memory bounded.
+ */
+export async function writeStdout(data: string | Uint8Array): Promise<void> {
+  if (!process.stdout.write(data)) await new Promise((resolve) => process.stdout.once("drain", resolve));
 }
 
 /** Writes `bytes` bytes of filler (64 KiB `x…\n` lines) to stderr, awaiting each piece. */

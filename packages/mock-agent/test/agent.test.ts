@@ -210,6 +210,18 @@ describe("mock agent over stdio", { timeout: 20_000 }, () => {
       assert.match(lines[garbage + 1] ?? "", /"two"/);
     }));
 
+  it("answers unknown requests with -32601 and ignores unknown notifications", () =>
+    withSession({}, async (a, sessionId) => {
+      await rejectsWith(a.agent.request("_mock/unknown", {}), -32601);
+      await a.agent.notify("_mock/whatever", { x: 1 });
+      const res = await a.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "echo alive" }],
+      });
+      assert.equal(res.stopReason, "end_turn");
+      assert.deepEqual(messageTexts(a.updates, sessionId), ["alive"]);
+    }));
+
   it("authenticates only with MOCK_API_KEY", async () => {
     const denied = startAgent({ env: { MOCK_API_KEY: undefined, MOCK_REQUIRE_AUTH: "1" } });
     const allowed = startAgent({ env: { MOCK_API_KEY: "k", MOCK_REQUIRE_AUTH: "1" } });

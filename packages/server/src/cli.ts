@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { AGENT_COMMANDS_HELP, installAgentCommand, listAgentsCommand } from "./agents/commands.js";
 import { ConfigError, defaultDataDir, loadConfigFile, type ConfigFile } from "./config.js";
 import { isLoopback, startServer } from "./server.js";
 import type { LogLevel } from "./log.js";
@@ -8,7 +10,7 @@ const HELP = `sandbox-agent ${VERSION}: run ACP coding agents and control them o
 
 Usage:
   sandbox-agent server [options]     start the server (default 127.0.0.1:2468)
-  sandbox-agent --help | --version
+${AGENT_COMMANDS_HELP}  sandbox-agent --help | --version
 
 Server options:
   --host HOST             address to bind (default 127.0.0.1; a non-loopback address needs --token)
@@ -17,9 +19,12 @@ Server options:
   --no-token              run without a token even on a non-loopback address (not recommended)
   --config FILE           JSON config: { "agents": { "<id>": { "command", "args", "env", "passEnv", "cwd" } }, ... }
   --default-agent ID      agent for initialize requests that name none
+  --auto-install          install a missing agent on initialize (else 409 saying how to install it)
   --allow-origin ORIGIN   allow browser requests from ORIGIN (repeatable)
   --allow-host HOST       accept this Host header besides loopback names (repeatable)
-  --workdir DIR           working directory for agents and the filesystem API (default: current directory)
+  --workdir DIR           working directory for agents (default: current directory)
+  --fs-root DIR           root of the filesystem API /v2/fs/* (default: the workdir)
+  --fs-max-upload BYTES   largest file upload accepted (default: unlimited)
   --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent)
   --log-level LEVEL       debug | info | warn | error (default info)
 
@@ -41,9 +46,12 @@ async function serverCommand(argv: string[]): Promise<void> {
       "no-token": { type: "boolean" },
       config: { type: "string" },
       "default-agent": { type: "string" },
+      "auto-install": { type: "boolean" },
       "allow-origin": { type: "string", multiple: true },
       "allow-host": { type: "string", multiple: true },
       workdir: { type: "string" },
+      "fs-root": { type: "string" },
+      "fs-max-upload": { type: "string" },
       "data-dir": { type: "string" },
       "log-level": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -71,6 +79,12 @@ async function serverCommand(argv: string[]): Promise<void> {
   if (!isLoopback(host) && !token && !values["no-token"]) {
     fail(`refusing to listen on ${host} without --token (pass --no-token to accept the risk)`);
   }
+  const fsRoot = values["fs-root"];
+  if (fsRoot !== undefined && !existsSync(fsRoot)) fail(`--fs-root ${fsRoot} does not exist`);
+  const fsMaxUpload = values["fs-max-upload"] === undefined ? undefined : Number(values["fs-max-upload"]);
+  if (fsMaxUpload !== undefined && !(Number.isSafeInteger(fsMaxUpload) && fsMaxUpload >= 0)) {
+    fail(`invalid --fs-max-upload ${values["fs-max-upload"]}`);
+  }
   const logLevel = (values["log-level"] ?? "info") as LogLevel;
   if (!["debug", "info", "warn", "error"].includes(logLevel)) fail(`invalid --log-level ${logLevel}`);
   const running = await startServer({
@@ -79,10 +93,13 @@ async function serverCommand(argv: string[]): Promise<void> {
     token: values["no-token"] ? undefined : token,
     agents: config.agents,
     defaultAgent: values["default-agent"] ?? config.defaultAgent,
+    autoInstall: values["auto-install"] ?? config.autoInstall,
     allowedOrigins: [...(config.allowedOrigins ?? []), ...(values["allow-origin"] ?? [])],
     allowedHosts: [...(config.allowedHosts ?? []), ...(values["allow-host"] ?? [])],
     dataDir: values["data-dir"] ?? defaultDataDir(),
     workdir: values.workdir,
+    fsRoot: values["fs-root"],
+    fsMaxUploadBytes: fsMaxUpload,
     limits: config.limits,
     logLevel,
   });
@@ -102,6 +119,8 @@ async function main(argv: string[]): Promise<void> {
     return void process.stdout.write(HELP);
   }
   if (command === "server") return serverCommand(rest);
+  if (command === "install-agent") return installAgentCommand(rest, fail);
+  if (command === "agents") return listAgentsCommand(rest, fail);
   fail(`unknown command ${JSON.stringify(command)}`);
 }
 

@@ -23,6 +23,8 @@ const limitsSchema = z.strictObject(
 export const configFileSchema = z.strictObject({
   agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i), agentSpecSchema).optional(),
   defaultAgent: z.string().optional(),
+  /** Install a missing built-in agent on `initialize` (same as `--auto-install`). */
+  autoInstall: z.boolean().optional(),
   allowedOrigins: z.array(z.string()).optional(),
   allowedHosts: z.array(z.string()).optional(),
   limits: limitsSchema.optional(),

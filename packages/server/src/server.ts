@@ -1,10 +1,13 @@
 import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { advertisementRecorder } from "./agents/capabilities.js";
+import { prepareAgent } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { AgentSpec } from "./agents/types.js";
 import { controlPlaneRoutes } from "./control-plane/routes.js";
+import { createHttpListener } from "./http/listener.js";
 import { problems } from "./http/problem.js";
 import { Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
@@ -28,8 +31,14 @@ export interface ServerOptions {
   /** Agent used when `initialize` names none. Unset: such an initialize is a 400. */
   defaultAgent?: string;
   dataDir: string;
-  /** Working directory of agent processes and root of the filesystem API. */
+  /** Install an agent that is not installed yet on `initialize` (else 409 with how to install it). */
+  autoInstall?: boolean;
+  /** Working directory of agent processes (and default root of the filesystem API). */
   workdir?: string;
+  /** Root of the filesystem API (`/v2/fs/*`); default: `workdir`. */
+  fsRoot?: string;
+  /** Largest upload `PUT /v2/fs/file` accepts, in bytes; default: unlimited. */
+  fsMaxUploadBytes?: number;
   limits?: Partial<RuntimeLimits>;
   logLevel?: LogLevel;
   logger?: Logger;
@@ -62,9 +71,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       process.stderr.write(line);
       logFile.write(line);
     });
-  const registry = new AgentRegistry(options.agents);
+  const registry = new AgentRegistry(options.agents, options.dataDir);
   const connections = new ConnectionRegistry(limits.idleMs, logger);
-  const extensions: ConnectionExtension[] = sandboxExtensions({ logger });
+  const extensions: ConnectionExtension[] = [
+    advertisementRecorder(options.dataDir),
+    ...sandboxExtensions({ logger }),
+  ];
 
   const launch = async (message: JsonRpcMessage): Promise<Launch> => {
     const id = agentIdOf(message) ?? options.defaultAgent;
@@ -76,12 +88,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const agent = registry.get(id);
     if (!agent)
       throw problems.badRequest(`Unknown agent ${JSON.stringify(id)}.`, { availableAgents: registry.ids() });
-    return { agent, env: agentEnvironment(agent.spec, process.env), cwd: workdir };
+    const requestEnv = await prepareAgent(agent, message, {
+      autoInstall: options.autoInstall ?? false,
+      logger,
+    });
+    return { agent, env: agentEnvironment(agent.spec, process.env, requestEnv), cwd: workdir };
   };
 
-  const router = new Router()
-    .add(...rpcRoutes({ connections, limits, logger, extensions, launch }))
-    .add(...controlPlaneRoutes({ registry, connections, dataDir: options.dataDir, workdir, logger }));
+  const router = new Router().add(...rpcRoutes({ connections, limits, logger, extensions, launch })).add(
+    ...controlPlaneRoutes({
+      registry,
+      connections,
+      dataDir: options.dataDir,
+      workdir,
+      fsRoot: options.fsRoot ?? workdir,
+      fsMaxUploadBytes: options.fsMaxUploadBytes,
+      logger,
+    }),
+  );
 
   const security = {
     token: options.token,
@@ -89,7 +113,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     allowedHosts: options.allowedHosts ?? [],
     loopbackOnly: isLoopback(host),
   };
-  const server = createServer((req, res) => {
+  // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
+  const { server, closeAllConnections } = createHttpListener((req, res) => {
     void withProblems(
       res,
       async () => {
@@ -117,7 +142,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     connections,
     close: async () => {
       await connections.closeAll("shutdown");
-      server.closeAllConnections();
+      closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       logFile.end();
     },

@@ -15,4 +15,22 @@ export interface AgentDefinition {
   /** `builtin` ships with the server; `config` comes from `--config`. */
   source: "builtin" | "config";
   spec: AgentSpec;
+  /** Present for built-in agents that are installed from npm on demand. */
+  install?: AgentInstallSpec;
+  /** Short notes on the agent's quirks, shown by `GET /v2/agents`. */
+  notes?: string;
+}
+
+/** One npm package an installable agent needs, at the version installed by default. */
+export interface AgentPackage {
+  name: string;
+  version: string;
+}
+
+/** How a built-in agent is installed from npm into `<dataDir>/agents/<id>/`. */
+export interface AgentInstallSpec {
+  /** The install directory (its own package.json and node_modules). */
+  dir: string;
+  /** The first package is the agent itself: its version is the one reported and overridable. */
+  packages: AgentPackage[];
 }

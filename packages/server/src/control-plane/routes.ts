@@ -1,31 +1,38 @@
 import type { AgentRegistry } from "../agents/registry.js";
-import { sendJson, type Route } from "../http/router.js";
+import type { Route } from "../http/router.js";
 import type { Logger } from "../log.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
-import { VERSION } from "../version.js";
+import { agentRoutes } from "./agents.js";
+import { fsRoutes } from "./fs.js";
+import { healthRoutes } from "./health.js";
+import { openApiRoute } from "./openapi.js";
+import { rpcDocumentation } from "./rpc-openapi.js";
+import type { DocumentedRoute } from "./schema-route.js";
 
 export interface ControlPlaneDeps {
   registry: AgentRegistry;
   connections: ConnectionRegistry;
   dataDir: string;
   workdir: string;
+  /** Root of the filesystem API (`/v2/fs/*`). */
+  fsRoot: string;
+  /** Largest upload `PUT /v2/fs/file` accepts, in bytes (default: unlimited). */
+  fsMaxUploadBytes?: number;
   logger: Logger;
 }
 
-const startedAt = Date.now();
+function isDocumented(route: Route): route is Route & DocumentedRoute {
+  return "operation" in route;
+}
 
+/** Every control-plane route, plus `GET /v2/openapi.json` documenting them and `/v2/rpc`. */
 export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
-  return [
-    {
-      method: "GET",
-      path: "/v2/health",
-      handler: ({ res }) =>
-        sendJson(res, 200, {
-          status: "ok",
-          version: VERSION,
-          uptimeMs: Date.now() - startedAt,
-          connections: deps.connections.size,
-        }),
-    },
+  const routes: Route[] = [
+    ...healthRoutes(deps),
+    // Agent routes (GET /v2/agents, POST /v2/agents/{id}/install, …) are owned by agents.ts.
+    ...agentRoutes(deps),
+    ...fsRoutes({ root: deps.fsRoot, maxUploadBytes: deps.fsMaxUploadBytes, logger: deps.logger }),
   ];
+  // Routes built with defineRoute() document themselves; plain Routes are left out of the document.
+  return [...routes, openApiRoute([...rpcDocumentation, ...routes.filter(isDocumented)])];
 }

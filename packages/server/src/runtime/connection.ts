@@ -58,6 +58,9 @@ export class Connection implements ConnectionApi {
   private readonly agent: AgentProcess;
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
   private readonly pendingAgent = new Set<string>();
+  /** Requests extensions sent to the agent (`request()`); their responses never reach the client. */
+  private readonly pendingServer = new Map<string, (response: JsonRpcMessage) => void>();
+  private serverRequestSeq = 0;
   private stream: SseStream | undefined;
   private readonly sessionStreams = new Set<SseStream>();
   private initWaiter: { key: string; resolve: (m: JsonRpcMessage) => void } | undefined;
@@ -184,6 +187,18 @@ export class Connection implements ConnectionApi {
     return this.agent.write(JSON.stringify(message));
   }
 
+  request(method: string, params: unknown): Promise<JsonRpcMessage> {
+    const id = `_sandboxagent:${++this.serverRequestSeq}`;
+    if (this.exit) return Promise.resolve(errorResponse(id, -32603, "The agent process has exited."));
+    const response = new Promise<JsonRpcMessage>((resolve) => this.pendingServer.set(idKey(id), resolve));
+    void this.forward({ jsonrpc: "2.0", id, method, params });
+    return response;
+  }
+
+  forgetSession(sessionId: string): void {
+    this.sessionIds.delete(sessionId);
+  }
+
   /**
    * Validates a `Last-Event-ID` cursor: its sequence number, `undefined` for none, or an error
    * kind for malformed (400) and unknown, foreign or evicted (410) cursors.
@@ -259,14 +274,21 @@ export class Connection implements ConnectionApi {
     if (this.initWaiter && message.id !== undefined && message.id !== null && message.method === undefined) {
       if (idKey(message.id) === this.initWaiter.key) return this.initWaiter.resolve(message);
     }
-    this.append(this.routeAgentMessage(message) ?? line);
+    const routed = this.routeAgentMessage(message);
+    if (routed !== null) this.append(routed ?? line);
   }
 
-  /** Bookkeeping for one agent message; returns a re-serialized line when an extension changed it. */
-  private routeAgentMessage(message: JsonRpcMessage): string | undefined {
+  /** Bookkeeping for one agent message; returns a re-serialized line when an extension changed it, null to drop it. */
+  private routeAgentMessage(message: JsonRpcMessage): string | undefined | null {
     const kind = kindOf(message);
     if (kind === "response") {
       const key = idKey(message.id as JsonRpcId);
+      const waiter = this.pendingServer.get(key);
+      if (waiter) {
+        this.pendingServer.delete(key);
+        waiter(message);
+        return null;
+      }
       const request = this.pendingClient.get(key);
       if (!request) return undefined;
       this.pendingClient.delete(key);
@@ -276,8 +298,11 @@ export class Connection implements ConnectionApi {
         changed = ext.agentResponse?.(message, request, this) || changed;
       return changed ? JSON.stringify(message) : undefined;
     }
+    let dropped = false;
+    for (const ext of this.options.extensions)
+      dropped = ext.agentMessage?.(message, this) === true || dropped;
+    if (dropped) return null;
     if (kind === "request") this.pendingAgent.add(idKey(message.id as JsonRpcId));
-    for (const ext of this.options.extensions) ext.agentMessage?.(message, this);
     return undefined;
   }
 
@@ -350,6 +375,9 @@ export class Connection implements ConnectionApi {
 
   private onAgentExit(exit: AgentExit): void {
     this.exit = exit;
+    for (const [key, resolve] of this.pendingServer)
+      resolve(errorResponse(key.slice(2), -32603, "The agent process exited before answering."));
+    this.pendingServer.clear();
     if (this.state !== "open") return;
     this.state = "ended";
     this.logger.info("agent exited", { connection: shortId(this.id), code: exit.code, signal: exit.signal });

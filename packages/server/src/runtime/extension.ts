@@ -11,6 +11,14 @@ export interface ConnectionApi {
   emit(message: JsonRpcMessage): void;
   /** Writes a message to the agent's stdin, in order with client messages. */
   forward(message: JsonRpcMessage): Promise<void>;
+  /**
+   * Sends a server-originated request to the agent (written at once, in order with client
+   * messages) and resolves with its response, which the client never sees. Resolves with a
+   * -32603 error response if the agent exits first.
+   */
+  request(method: string, params: unknown): Promise<JsonRpcMessage>;
+  /** Removes a session from `sessionIds` (it ended), so no `session/ended` is sent for it on agent exit. */
+  forgetSession(sessionId: string): void;
   /** Ends the connection (agent process terminated). */
   close(reason: string): Promise<void>;
 }
@@ -29,8 +37,11 @@ export interface ConnectionExtension {
    * true means the response object was changed and must be re-serialized.
    */
   agentResponse?(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean;
-  /** Sees agent notifications and requests (read-only). */
-  agentMessage?(message: JsonRpcMessage, conn: ConnectionApi): void;
+  /**
+   * Sees agent notifications and requests. Returning true drops the message: the client never
+   * sees it (for a request, the extension must answer it with `forward`).
+   */
+  agentMessage?(message: JsonRpcMessage, conn: ConnectionApi): boolean | void;
   /** Called once when the agent process is gone, before `_sandboxagent/session/ended` is sent. */
   agentExited?(exit: AgentExit, conn: ConnectionApi): void;
 }

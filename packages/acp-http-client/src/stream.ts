@@ -1,0 +1,456 @@
+import type { AnyMessage, AnyRequest, Stream } from "@agentclientprotocol/sdk";
+import type { EventSourceMessage } from "eventsource-parser";
+import { AcpConnectionLostError, AcpHttpError, httpErrorFrom } from "./errors.js";
+import {
+  idKey,
+  isRecord,
+  isRequest,
+  isResponse,
+  parseMessage,
+  paramsSessionId,
+  resultSessionId,
+} from "./messages.js";
+import {
+  resolveOptions,
+  type AcpEnvelope,
+  type AcpHttpStreamOptions,
+  type ResolvedOptions,
+} from "./options.js";
+import { consumeSse } from "./sse.js";
+import { callSafely } from "./listeners.js";
+
+/** Why a stream ended: `close()` (or the caller's signal), or a transport failure. */
+export type AcpCloseReason = { kind: "closed" } | { kind: "error"; error: Error };
+
+/** An ACP `Stream` over streamable HTTP, plus its connection state. */
+export interface AcpHttpStream extends Stream {
+  /** Set once `initialize` succeeded. */
+  readonly connectionId: string | undefined;
+  /** Negotiated protocol version, once `initialize` succeeded. */
+  readonly protocolVersion: number | undefined;
+  /** Resolves (never rejects) when the stream is finished. */
+  readonly closed: Promise<AcpCloseReason>;
+  /** The failure that ended the stream, if it failed. */
+  readonly error: Error | undefined;
+  /** Ends the stream and sends DELETE. Idempotent. */
+  close(): Promise<void>;
+}
+
+const CONNECTION_HEADER = "Acp-Connection-Id";
+const SESSION_HEADER = "Acp-Session-Id";
+/** Statuses after which the connection id is unusable (H10.3). */
+const FATAL_STATUSES = new Set([401, 403, 404, 410]);
+const MAX_REMEMBERED_EVENT_IDS = 16_384;
+
+/** Creates a `Stream` of JSON-RPC messages for `client().connect(stream)`. */
+export function createAcpHttpStream(options: AcpHttpStreamOptions): AcpHttpStream {
+  return new HttpTransport(options).stream;
+}
+
+/** How one SSE GET went. `clean` = the server finished the body (not a broken socket). */
+interface SseOutcome {
+  openedAt: number;
+  endedAt: number;
+  delivered: boolean;
+  clean: boolean;
+}
+
+/** A stream that ends cleanly right after opening, with nothing new, has nothing left to send. */
+const ENDED_STREAM_MS = 2_000;
+
+/** Worked for a while or delivered something: the next reconnect starts the backoff afresh. */
+function isHealthy(outcome: SseOutcome): boolean {
+  return outcome.delivered || outcome.endedAt - outcome.openedAt >= ENDED_STREAM_MS;
+}
+
+function isEndedStream(outcome: SseOutcome): boolean {
+  return outcome.clean && !outcome.delivered && outcome.endedAt - outcome.openedAt < ENDED_STREAM_MS;
+}
+
+interface SseCursor {
+  lastEventId: string | undefined;
+  retryMs: number | undefined;
+}
+
+class HttpTransport {
+  readonly stream: AcpHttpStream;
+  private readonly options: ResolvedOptions;
+  private readonly abort = new AbortController();
+  private controller!: ReadableStreamDefaultController<AnyMessage>;
+  private connectionId: string | undefined;
+  private protocolVersion: number | undefined;
+  private isClosed = false;
+  private failure: Error | undefined;
+  private resolveClosed!: (reason: AcpCloseReason) => void;
+  private closing: Promise<void> | undefined;
+  /** Our requests still awaiting a response: a response for anything else is a duplicate. */
+  private readonly pending = new Map<string, string>();
+  private readonly seenEventIds = new Set<string>();
+  /** Session SSE streams, resolved once the GET answered 200. */
+  private readonly sessionStreams = new Map<string, Promise<void>>();
+  /** Agent requests that arrived on a session stream: our answer must name that session. */
+  private readonly inboundRequestSessions = new Map<string, string>();
+
+  constructor(input: AcpHttpStreamOptions) {
+    this.options = resolveOptions(input);
+    const closed = new Promise<AcpCloseReason>((resolve) => (this.resolveClosed = resolve));
+    const readable = new ReadableStream<AnyMessage>({
+      start: (controller) => void (this.controller = controller),
+      cancel: () => this.close(),
+    });
+    const writable = new WritableStream<AnyMessage>({
+      write: (message) => this.write(message),
+      close: () => this.close(),
+      abort: () => this.close(),
+    });
+    // Live views of the transport state, without exposing the transport itself.
+    this.stream = Object.defineProperties(
+      { readable, writable, closed, close: () => this.close() },
+      {
+        connectionId: { get: () => this.connectionId, enumerable: true },
+        protocolVersion: { get: () => this.protocolVersion, enumerable: true },
+        error: { get: () => this.failure, enumerable: true },
+      },
+    ) as AcpHttpStream;
+    const signal = input.signal;
+    if (signal?.aborted) void this.close();
+    else signal?.addEventListener("abort", () => void this.close(), { once: true });
+  }
+
+  private async write(message: AnyMessage): Promise<void> {
+    if (this.isClosed) throw new Error("acp-http-client: stream is closed");
+    this.observe({ direction: "outbound", message });
+    if (this.connectionId === undefined) await this.initialize(message);
+    else await this.post(message, this.connectionId);
+  }
+
+  // ---- initialize --------------------------------------------------------
+
+  private async initialize(message: AnyMessage): Promise<void> {
+    if (!isRequest(message) || message.method !== "initialize") {
+      throw this.fail(new Error("acp-http-client: the first message must be an initialize request"));
+    }
+    const response = await this.send(
+      "POST",
+      {},
+      JSON.stringify(message),
+      this.options.initializeTimeoutMs,
+    ).catch((error: unknown) => {
+      throw this.fail(asError(error, "initialize POST failed"));
+    });
+    if (!response.ok) throw this.fail(await httpErrorFrom("ACP initialize failed", response));
+    const connectionId =
+      response.headers.get(CONNECTION_HEADER) ?? response.headers.get("x-acp-connection-id");
+    const body = parseMessage(await response.text());
+    if (!body || !isResponse(body) || idKey(body.id) !== idKey(message.id)) {
+      if (connectionId) void this.deleteConnection(connectionId);
+      throw this.fail(
+        new Error("acp-http-client: initialize answer is not the JSON-RPC response to the request"),
+      );
+    }
+    if ("error" in body) {
+      // The agent refused; there is no usable connection, but the stream may retry.
+      if (connectionId) void this.deleteConnection(connectionId);
+      this.deliver(body, undefined);
+      return;
+    }
+    if (!connectionId)
+      throw this.fail(new Error("acp-http-client: initialize response missing Acp-Connection-Id"));
+    this.acceptInitialize(body.result, connectionId);
+    this.deliver(body, undefined);
+  }
+
+  private acceptInitialize(result: unknown, connectionId: string): void {
+    const version = isRecord(result) ? result.protocolVersion : undefined;
+    if (typeof version !== "number" || !this.options.protocolVersions.includes(version)) {
+      void this.deleteConnection(connectionId);
+      throw this.fail(
+        new Error(
+          `acp-http-client: agent negotiated protocol version ${String(version)}, ` +
+            `client supports ${this.options.protocolVersions.join(", ")}`,
+        ),
+      );
+    }
+    this.connectionId = connectionId;
+    this.protocolVersion = version;
+    void this.runSse(undefined);
+  }
+
+  // ---- POST --------------------------------------------------------------
+
+  private async post(message: AnyMessage, connectionId: string): Promise<void> {
+    const sessionId = this.sessionFor(message);
+    if (sessionId !== undefined) await this.ensureSessionStream(sessionId);
+    const key = isRequest(message) ? idKey(message.id) : undefined;
+    // Registered before the POST: the response may beat the 202 on SSE (H5.4).
+    if (key !== undefined) this.pending.set(key, (message as AnyRequest).method);
+    const headers: Record<string, string> = { [CONNECTION_HEADER]: connectionId };
+    if (sessionId !== undefined) headers[SESSION_HEADER] = sessionId;
+    let response: Response;
+    try {
+      response = await this.send("POST", headers, JSON.stringify(message), this.options.postTimeoutMs);
+    } catch (error) {
+      if (this.isClosed) return;
+      // The server may or may not have the message: retrying could duplicate it.
+      throw this.fail(asError(error, "POST failed"));
+    }
+    if (response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      return;
+    }
+    const error = await httpErrorFrom("ACP POST failed", response);
+    if (FATAL_STATUSES.has(error.status) || key === undefined) throw this.fail(connectionError(error));
+    // Only this request failed; the connection stays usable.
+    if (this.pending.delete(key)) this.deliver(syntheticError(message as AnyRequest, error), undefined);
+  }
+
+  private sessionFor(message: AnyMessage): string | undefined {
+    if (!this.options.sessionStreams) return undefined;
+    if (isResponse(message)) {
+      const key = idKey(message.id);
+      const sessionId = this.inboundRequestSessions.get(key);
+      this.inboundRequestSessions.delete(key);
+      return sessionId;
+    }
+    return paramsSessionId(message);
+  }
+
+  // ---- SSE ---------------------------------------------------------------
+
+  private ensureSessionStream(sessionId: string): Promise<void> {
+    let ready = this.sessionStreams.get(sessionId);
+    if (!ready) {
+      ready = new Promise<void>((resolve) => void this.runSse(sessionId, resolve));
+      this.sessionStreams.set(sessionId, ready);
+    }
+    return ready;
+  }
+
+  /** Keeps one SSE GET alive (reconnecting) until the stream closes or the connection is lost. */
+  private async runSse(sessionId: string | undefined, onOpen?: () => void): Promise<void> {
+    const cursor: SseCursor = { lastEventId: undefined, retryMs: undefined };
+    let failures = 0;
+    let previous: SseOutcome | undefined;
+    while (!this.isClosed) {
+      let outcome: SseOutcome | undefined;
+      try {
+        outcome = await this.readSseOnce(sessionId, cursor, onOpen);
+      } catch (error) {
+        // Session messages must not wait forever on a stream the server refuses.
+        onOpen?.();
+        if (this.isClosed) return;
+        if (error instanceof AcpHttpError && FATAL_STATUSES.has(error.status)) {
+          this.fail(connectionError(error));
+          return;
+        }
+      }
+      if (this.isClosed) return;
+      if (outcome && previous?.clean && isEndedStream(outcome)) {
+        this.endStream(sessionId);
+        return;
+      }
+      previous = outcome;
+      failures = outcome && isHealthy(outcome) ? 1 : failures + 1;
+      if (failures > this.options.reconnect.maxAttempts) {
+        this.fail(
+          new AcpConnectionLostError(`SSE stream could not be re-established after ${failures - 1} attempts`),
+        );
+        return;
+      }
+      await sleep(this.reconnectDelay(cursor, failures), this.abort.signal);
+    }
+  }
+
+  /**
+   * The server ended the stream on purpose and has nothing more for us: the
+   * connection is over (e.g. the agent exited); a session stream just stops.
+   */
+  private endStream(sessionId: string | undefined): void {
+    if (sessionId === undefined) this.fail(new AcpConnectionLostError("the server ended the event stream"));
+    else this.sessionStreams.delete(sessionId);
+  }
+
+  /** One GET. Throws when it was not answered 200; otherwise says how the body ended. */
+  private async readSseOnce(
+    sessionId: string | undefined,
+    cursor: SseCursor,
+    onOpen?: () => void,
+  ): Promise<SseOutcome> {
+    const headers: Record<string, string> = {
+      Accept: "text/event-stream",
+      [CONNECTION_HEADER]: this.connectionId!,
+    };
+    if (sessionId !== undefined) headers[SESSION_HEADER] = sessionId;
+    if (cursor.lastEventId !== undefined) headers["Last-Event-ID"] = cursor.lastEventId;
+    const response = await this.send("GET", headers, undefined, undefined);
+    if (!response.ok) throw await httpErrorFrom("ACP SSE GET failed", response);
+    if (!response.body) throw new Error("acp-http-client: SSE response has no body");
+    onOpen?.();
+    const outcome: SseOutcome = { openedAt: Date.now(), endedAt: 0, delivered: false, clean: true };
+    await consumeSse(
+      response.body,
+      {
+        onEvent: (event) => void (this.onSseEvent(event, cursor, sessionId) && (outcome.delivered = true)),
+        onRetry: (ms) => void (cursor.retryMs = ms),
+      },
+      this.options.sseIdleTimeoutMs,
+    ).catch(() => void (outcome.clean = false));
+    outcome.endedAt = Date.now();
+    return outcome;
+  }
+
+  private reconnectDelay(cursor: SseCursor, failures: number): number {
+    const { initialDelayMs, factor, maxDelayMs } = this.options.reconnect;
+    return Math.min((cursor.retryMs ?? initialDelayMs) * factor ** (failures - 1), maxDelayMs);
+  }
+
+  /** Returns true when the event carried a new message. */
+  private onSseEvent(event: EventSourceMessage, cursor: SseCursor, sessionId: string | undefined): boolean {
+    if (this.isClosed) return false;
+    const eventId = event.id === "" ? undefined : event.id;
+    if (eventId !== undefined) cursor.lastEventId = eventId;
+    // Priming and keep-alive events carry no message. Their ids only move the
+    // cursor: a priming id may name a message still in flight on another stream.
+    if (event.data.trim() === "") return false;
+    if (eventId !== undefined && !this.rememberEventId(eventId)) return false;
+    const message = parseMessage(event.data);
+    if (!message) {
+      this.fail(
+        new Error(`acp-http-client: SSE event is not a JSON-RPC message: ${event.data.slice(0, 200)}`),
+      );
+      return false;
+    }
+    if (isResponse(message) && !this.pending.delete(idKey(message.id))) return false; // already settled
+    if (sessionId !== undefined && isRequest(message))
+      this.inboundRequestSessions.set(idKey(message.id), sessionId);
+    this.deliver(message, eventId);
+    return true;
+  }
+
+  /** False when the id was seen before (a replayed duplicate). */
+  private rememberEventId(id: string): boolean {
+    if (this.seenEventIds.has(id)) return false;
+    this.seenEventIds.add(id);
+    if (this.seenEventIds.size > MAX_REMEMBERED_EVENT_IDS) {
+      const oldest = this.seenEventIds.values().next().value;
+      if (oldest !== undefined) this.seenEventIds.delete(oldest);
+    }
+    return true;
+  }
+
+  private observe(envelope: AcpEnvelope): void {
+    if (this.options.onEnvelope) callSafely(this.options.onEnvelope, envelope);
+  }
+
+  private deliver(message: AnyMessage, eventId: string | undefined): void {
+    if (this.isClosed) return;
+    this.observe(
+      eventId === undefined ? { direction: "inbound", message } : { direction: "inbound", message, eventId },
+    );
+    const sessionId =
+      this.options.sessionStreams && isResponse(message) ? resultSessionId(message) : undefined;
+    if (sessionId !== undefined) void this.ensureSessionStream(sessionId);
+    this.controller.enqueue(message);
+  }
+
+  // ---- HTTP & lifecycle --------------------------------------------------
+
+  private send(
+    method: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    timeoutMs: number | undefined,
+  ): Promise<Response> {
+    const all: Record<string, string> = { ...this.options.headers, ...headers };
+    if (body !== undefined) {
+      all["Content-Type"] = "application/json";
+      all.Accept = "application/json, text/event-stream";
+    }
+    if (this.protocolVersion !== undefined) all["Acp-Protocol-Version"] = String(this.protocolVersion);
+    const signal =
+      timeoutMs === undefined
+        ? this.abort.signal
+        : AbortSignal.any([this.abort.signal, AbortSignal.timeout(timeoutMs)]);
+    return this.options.fetch(this.options.url, { method, headers: all, body, signal });
+  }
+
+  private async deleteConnection(connectionId: string): Promise<void> {
+    const headers = { ...this.options.headers, [CONNECTION_HEADER]: connectionId };
+    const response = await this.options
+      .fetch(this.options.url, { method: "DELETE", headers, signal: AbortSignal.timeout(5_000) })
+      .catch(() => undefined);
+    await response?.body?.cancel().catch(() => undefined);
+  }
+
+  private close(): Promise<void> {
+    if (this.closing) return this.closing;
+    const wasOpen = !this.isClosed;
+    this.shutdown();
+    const connectionId = this.connectionId;
+    this.closing = (
+      wasOpen && connectionId !== undefined ? this.deleteConnection(connectionId) : Promise.resolve()
+    ).then(() => {
+      try {
+        this.controller.close();
+      } catch {
+        // already errored or closed
+      }
+      this.resolveClosed({ kind: "closed" });
+    });
+    return this.closing;
+  }
+
+  /** Ends the stream with an error; returns it so callers can `throw this.fail(...)`. */
+  private fail(error: Error): Error {
+    if (this.isClosed) return error;
+    this.shutdown();
+    this.failure = error;
+    const gone =
+      error instanceof AcpConnectionLostError &&
+      error.cause instanceof AcpHttpError &&
+      error.cause.connectionLost;
+    if (this.connectionId !== undefined && !gone) void this.deleteConnection(this.connectionId);
+    this.controller.error(error);
+    this.resolveClosed({ kind: "error", error });
+    return error;
+  }
+
+  private shutdown(): void {
+    this.isClosed = true;
+    this.abort.abort();
+    this.pending.clear();
+  }
+}
+
+function connectionError(error: AcpHttpError): AcpConnectionLostError {
+  return new AcpConnectionLostError(error.message, { cause: error });
+}
+
+function syntheticError(request: AnyRequest, error: AcpHttpError): AnyMessage {
+  return {
+    jsonrpc: "2.0",
+    id: request.id,
+    error: {
+      code: -32603,
+      message: error.message,
+      data: { status: error.status, problem: error.problem, body: error.body },
+    },
+  };
+}
+
+function asError(error: unknown, context: string): Error {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  return new AcpConnectionLostError(`${context}: ${cause.message}`, { cause });
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

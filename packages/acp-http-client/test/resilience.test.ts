@@ -1,0 +1,100 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { SessionNotification } from "@agentclientprotocol/sdk";
+import { AcpHttpClient } from "../src/index.js";
+import { startServer, waitFor } from "@sandbox-agent/testkit";
+import {
+  initParams,
+  startOurServer,
+  startProxy,
+  text,
+  type CuttableProxy,
+  type TestServer,
+} from "./helpers.js";
+
+const UPDATES = 1000;
+
+describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 60_000 }, () => {
+  let server: TestServer;
+  let proxy: CuttableProxy;
+  let client: AcpHttpClient;
+  before(async () => {
+    server = await startOurServer();
+    proxy = await startProxy(server.port);
+    // Fast reconnects keep the test short; the server's `retry:` still sets the base delay.
+    client = new AcpHttpClient({ baseUrl: proxy.baseUrl, requestTimeoutMs: 45_000 });
+    await client.initialize(initParams());
+  });
+  after(async () => {
+    await client.close();
+    await proxy.stop();
+    await server.stop();
+  });
+
+  it(`delivers a ${UPDATES}-update turn exactly once and in order while the SSE socket is cut repeatedly`, async () => {
+    const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    const chunks: string[] = [];
+    client.onNotification("session/update", (n: SessionNotification) => {
+      if (n.update.sessionUpdate === "agent_message_chunk" && n.update.content.type === "text")
+        chunks.push(n.update.content.text);
+    });
+    const getsBefore = proxy.gets();
+    let cuts = 0;
+    let turnDone = false;
+    const turn = client
+      .prompt({ sessionId, prompt: text(`slow ${UPDATES} 3`) })
+      .finally(() => (turnDone = true));
+    const cutter = (async () => {
+      while (!turnDone && cuts < 5) {
+        await new Promise((r) => setTimeout(r, 450));
+        // Only count cuts that land mid-turn, with some but not all updates received.
+        if (!turnDone && chunks.length > 0 && chunks.length < UPDATES && proxy.cutStreams() > 0) cuts += 1;
+      }
+    })();
+    const result = await turn;
+    await cutter;
+    assert.equal(result.stopReason, "end_turn");
+    assert.ok(cuts >= 3, `expected at least 3 mid-turn cuts, got ${cuts}`);
+    assert.ok(proxy.gets() - getsBefore >= cuts, "every cut must be followed by a reconnect GET");
+    assert.equal(chunks.length, UPDATES);
+    assert.deepEqual(
+      chunks,
+      Array.from({ length: UPDATES }, (_, i) => `chunk ${i + 1} `),
+    );
+  });
+
+  it("recovers from a silent (half-open) SSE socket via the idle timeout and Last-Event-ID takeover", async () => {
+    // Keep-alives every 100 ms make a 600 ms silence unambiguous.
+    const chatty = await startServer({ config: { limits: { keepAliveMs: 100 } } });
+    const frozenProxy = await startProxy(chatty.port);
+    const quiet = new AcpHttpClient({
+      baseUrl: frozenProxy.baseUrl,
+      sseIdleTimeoutMs: 600,
+      requestTimeoutMs: 30_000,
+    });
+    try {
+      await quiet.initialize(initParams());
+      const { sessionId } = await quiet.newSession({ cwd: "/tmp", mcpServers: [] });
+      const chunks: string[] = [];
+      quiet.onNotification("session/update", (n: SessionNotification) => {
+        if (n.update.sessionUpdate === "agent_message_chunk" && n.update.content.type === "text")
+          chunks.push(n.update.content.text);
+      });
+      const turn = quiet.prompt({ sessionId, prompt: text("slow 100 10") });
+      await waitFor(() => chunks.length >= 10, 10_000, "first chunks");
+      const getsBefore = frozenProxy.gets();
+      assert.ok(frozenProxy.freezeStreams() > 0);
+      const result = await turn;
+      assert.equal(result.stopReason, "end_turn");
+      assert.ok(frozenProxy.gets() > getsBefore, "the client must reconnect after the idle timeout");
+      assert.deepEqual(
+        chunks,
+        Array.from({ length: 100 }, (_, i) => `chunk ${i + 1} `),
+      );
+    } finally {
+      await quiet.close();
+      await frozenProxy.stop();
+      await chatty.stop();
+    }
+  });
+});

@@ -1,0 +1,55 @@
+export type {
+  ProvisionedGitSkill,
+  ProvisionedWorkspace,
+  ResolvedMcpServer,
+  SandboxAcpStream,
+  SandboxFileEntry,
+  SandboxFiles,
+  SandboxInstance,
+  SandboxProcess,
+  SpawnOptions,
+} from "./types.js";
+export { SandboxCapability, getSandbox, provideSandbox } from "./types.js";
+export type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
+export {
+  defineSandbox,
+  withSandbox,
+  type SandboxDefinition,
+  type SandboxMiddleware,
+  type SandboxOptions,
+} from "./sandbox.js";
+export { localProcessSandbox, type LocalProcessSandboxOptions } from "./local-process.js";
+export {
+  defineWorkspace,
+  gitRepository,
+  githubRepo,
+  localDirectory,
+  type Workspace,
+  type WorkspaceOptions,
+  type WorkspaceSetup,
+  type WorkspaceSource,
+} from "./workspace.js";
+export { createSecrets, Secrets, type SecretRef } from "./secrets.js";
+export {
+  agentSkill,
+  fileSkill,
+  gitSkill,
+  mcpSkill,
+  placeSkills,
+  type AgentSkill,
+  type FileSkill,
+  type GitSkill,
+  type McpSkill,
+  type McpSkillConfig,
+  type WorkspaceSkill,
+} from "./skills.js";
+export {
+  diffSnapshots,
+  snapshotFiles,
+  type FileDiff,
+  type FileSnapshot,
+  type SnapshotEntry,
+  type SnapshotOptions,
+} from "./diff.js";
+export { reportFileChanges } from "./file-events.js";
+export { sandboxAgentSandbox, type SandboxAgentSandboxOptions } from "./sandbox-agent.js";

@@ -1,0 +1,102 @@
+import { rmSync } from "node:fs";
+import { cp, mkdir, mkdtemp, realpath } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { LocalFiles } from "./local-files.js";
+import { killGroupSync, spawnGroup } from "./process.js";
+import type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
+import type { SandboxProcess, SpawnOptions } from "./types.js";
+
+export interface LocalProcessSandboxOptions {
+  /** Sandbox directory (created if missing, kept on dispose). Default: a fresh temp dir, removed on dispose. */
+  root?: string;
+  /** `HOME` for sandbox processes: a path, `"host"` for the host's HOME (CLI logins), default `<root>/home`. */
+  home?: string;
+  /** Host variables to pass through in addition to the minimal base (e.g. `["SSH_AUTH_SOCK"]`). */
+  inheritEnv?: string[];
+}
+
+const BASE_VARS = ["PATH", "LANG", "TERM"];
+
+/** The minimal host environment every sandbox process gets; everything else must be declared. */
+export function baseEnv(home: string, tmp: string, inherit: readonly string[] = []): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value === undefined) continue;
+    if (BASE_VARS.includes(name) || name.startsWith("LC_") || inherit.includes(name)) env[name] = value;
+  }
+  env["HOME"] = home;
+  env["TMPDIR"] = tmp;
+  return env;
+}
+
+/** Embedded default provider: a directory on this machine; processes run in their own process groups. */
+export function localProcessSandbox(options: LocalProcessSandboxOptions = {}): SandboxProvider {
+  return { name: "local-process", create: (request) => createLocal(request, options) };
+}
+
+async function createLocal(
+  request: ProviderCreateRequest,
+  options: LocalProcessSandboxOptions,
+): Promise<ProviderInstance> {
+  const owned = options.root === undefined;
+  const safeId = request.id.replace(/[^A-Za-z0-9._-]/g, "_");
+  const root = await realpath(
+    owned
+      ? await mkdtemp(join(tmpdir(), `sandbox-${safeId}-`))
+      : await mkdirp(resolve(options.root as string)),
+  );
+  const dirs = {
+    workdir: join(root, "workspace"),
+    home: join(root, "home"),
+    tmp: join(root, "tmp"),
+    state: join(root, "state"),
+  };
+  await Promise.all(Object.values(dirs).map(mkdirp));
+  const home = options.home === "host" ? (process.env["HOME"] ?? dirs.home) : (options.home ?? dirs.home);
+  const files = new LocalFiles(root, dirs.workdir);
+  const groups = new Set<number>();
+  const processes = new Set<SandboxProcess>();
+  let disposed = false;
+
+  const spawn = async (command: string, opts: SpawnOptions = {}): Promise<SandboxProcess> => {
+    if (disposed) throw new Error(`sandbox "${request.id}" is disposed`);
+    const proc = await spawnGroup(command, {
+      cwd: opts.cwd === undefined ? dirs.workdir : files.resolve(opts.cwd),
+      env: { ...baseEnv(home, dirs.tmp, options.inheritEnv), ...request.env, ...opts.env },
+      onGone: (pgid) => groups.delete(pgid),
+    });
+    if (proc.pid !== undefined) groups.add(proc.pid);
+    processes.add(proc);
+    void proc.exited.then(() => processes.delete(proc));
+    return proc;
+  };
+
+  const disposeSync = (): void => {
+    disposed = true;
+    for (const pgid of groups) killGroupSync(pgid);
+    if (owned) rmSync(root, { recursive: true, force: true });
+  };
+
+  return {
+    id: request.id,
+    provider: "local-process",
+    workdir: dirs.workdir,
+    stateDir: dirs.state,
+    env: Object.freeze({ ...request.env }),
+    files,
+    spawn,
+    importDirectory: (hostDir, dest) => cp(hostDir, files.resolve(dest), { recursive: true, force: true }),
+    disposeSync,
+    dispose: async () => {
+      disposed = true;
+      await Promise.all([...processes].map((proc) => proc.kill()));
+      disposeSync();
+    },
+  };
+}
+
+async function mkdirp(path: string): Promise<string> {
+  await mkdir(path, { recursive: true });
+  return path;
+}

@@ -1,0 +1,102 @@
+import {
+  EventType,
+  type DefaultMessageMetadataByModality,
+  type StreamChunk,
+  type TextOptions,
+} from "@tanstack/ai";
+import { BaseTextAdapter, type StructuredOutputResult } from "@tanstack/ai/adapters";
+import {
+  getSandbox,
+  reportFileChanges,
+  SandboxCapability,
+  snapshotFiles,
+  type SandboxInstance,
+} from "../src/index.js";
+
+export async function readText(stream: ReadableStream<Uint8Array>): Promise<string> {
+  let out = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>)
+    out += decoder.decode(chunk, { stream: true });
+  return out + decoder.decode();
+}
+
+/** Runs `command` in the sandbox with stdin closed; resolves its stdout and exit code. */
+export async function runIn(
+  sandbox: SandboxInstance,
+  command: string,
+  env?: Record<string, string>,
+): Promise<{ stdout: string; code: number | null }> {
+  const proc = await sandbox.spawn(command, env === undefined ? {} : { env });
+  await proc.stdin.close();
+  const [stdout, exit] = await Promise.all([readText(proc.stdout), proc.exited]);
+  return { stdout, code: exit.code };
+}
+
+/**
+ * A minimal harness adapter: it requires the sandbox capability and answers each turn with
+ * the output of `command` run in the provided sandbox. Lets the tests drive `withSandbox`
+ * through the real `chat()` engine.
+ */
+export class ShellAdapter extends BaseTextAdapter<
+  "shell",
+  Record<string, never>,
+  readonly ["text"],
+  DefaultMessageMetadataByModality
+> {
+  readonly name = "shell";
+  override readonly requires = [SandboxCapability] as const;
+
+  constructor(
+    private readonly command: string,
+    private readonly options: { reportChanges?: boolean } = {},
+  ) {
+    super(undefined, "shell");
+  }
+
+  async *chatStream(options: TextOptions<Record<string, never>>): AsyncIterable<StreamChunk> {
+    if (options.capabilities === undefined) throw new Error("no capabilities context");
+    const sandbox = getSandbox(options.capabilities);
+    const before = this.options.reportChanges ? await snapshotFiles(sandbox) : undefined;
+    const { stdout } = await runIn(sandbox, this.command);
+    if (before !== undefined) {
+      reportFileChanges(options.capabilities, sandbox.workdir, before, await snapshotFiles(sandbox), {
+        emitDiffs: true,
+      });
+    }
+    const base = { threadId: options.threadId ?? "t", runId: options.runId ?? "r", timestamp: Date.now() };
+    const messageId = `m-${Date.now()}`;
+    yield { type: EventType.RUN_STARTED, ...base } as StreamChunk;
+    yield {
+      type: EventType.TEXT_MESSAGE_START,
+      messageId,
+      role: "assistant",
+      timestamp: Date.now(),
+    } as StreamChunk;
+    yield {
+      type: EventType.TEXT_MESSAGE_CONTENT,
+      messageId,
+      delta: stdout,
+      timestamp: Date.now(),
+    } as StreamChunk;
+    yield { type: EventType.TEXT_MESSAGE_END, messageId, timestamp: Date.now() } as StreamChunk;
+    yield { type: EventType.RUN_FINISHED, ...base, finishReason: "stop" } as StreamChunk;
+  }
+
+  structuredOutput(): Promise<StructuredOutputResult<unknown>> {
+    return Promise.reject(new Error("not supported"));
+  }
+}
+
+/** Lists the processes of group `pgid` that are still running (zombies excluded). */
+export async function groupSurvivors(pgid: number): Promise<string[]> {
+  const { execFile } = await import("node:child_process");
+  const out = await new Promise<string>((resolve) =>
+    execFile("ps", ["-e", "-o", "pgid=,stat=,pid=,args="], (_error, stdout) => resolve(stdout)),
+  );
+  return out
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([group, stat]) => Number(group) === pgid && !stat?.startsWith("Z"))
+    .map((cols) => cols.slice(3).join(" "));
+}

@@ -1,0 +1,4 @@
+import { codex } from "../src/profiles.js";
+import { realAgentSuite } from "../src/suite.js";
+
+realAgentSuite(codex);

@@ -1,0 +1,4 @@
+import { gemini } from "../src/profiles.js";
+import { realAgentSuite } from "../src/suite.js";
+
+realAgentSuite(gemini);

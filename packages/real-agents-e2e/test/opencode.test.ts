@@ -1,0 +1,4 @@
+import { opencode } from "../src/profiles.js";
+import { realAgentSuite } from "../src/suite.js";
+
+realAgentSuite(opencode);

@@ -1,0 +1,4 @@
+import { pi } from "../src/profiles.js";
+import { realAgentSuite } from "../src/suite.js";
+
+realAgentSuite(pi);

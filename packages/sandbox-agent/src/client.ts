@@ -1,0 +1,412 @@
+import type * as proto from "@agentclientprotocol/sdk";
+import type { AcpHttpClient } from "acp-http-client";
+import {
+  ControlPlane,
+  type AgentDescription,
+  type HealthStatus,
+  type InstallAgentOptions,
+  type InstallResult,
+} from "./control-plane.js";
+import { convertError, openConnection, type OpenConnection } from "./connection.js";
+import { agentInfo, metaField, modelList, promptBlocks, sessionList, sessionState } from "./convert.js";
+import { AgentRequestError, AlreadyConnectedError, NotConnectedError } from "./errors.js";
+import {
+  EventHub,
+  type EventFilter,
+  type EventOfType,
+  type DisconnectedEvent,
+  type EventStreamOptions,
+  type SandboxAgentEvent,
+  type SandboxAgentEventType,
+} from "./events.js";
+import { FileSystem } from "./filesystem.js";
+import { HttpTransport, type FetchLike } from "./http.js";
+import { metadataOf } from "./metadata.js";
+import type {
+  AgentInfo,
+  ForkSessionOptions,
+  ListSessionsOptions,
+  LoadSessionOptions,
+  ModelList,
+  NewSessionOptions,
+  PermissionHandler,
+  PromptOptions,
+  PromptResult,
+  SessionConfigOption,
+  SessionList,
+  SessionMetadata,
+  SessionState,
+} from "./types.js";
+
+export interface SandboxAgentClientOptions {
+  /** Server origin, e.g. `http://127.0.0.1:2468`. */
+  baseUrl: string;
+  /** Bearer token, when the server was started with `--token`. */
+  token?: string;
+  /** Id of the agent to run for this client's connection (e.g. `"claude"`, `"mock"`). */
+  agent: string;
+  /** Connect in the constructor (default true). Session calls made meanwhile wait for it. */
+  autoConnect?: boolean;
+  /** Decides the agent's permission requests; without one every request is cancelled. */
+  onPermissionRequest?: PermissionHandler;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  fetch?: FetchLike;
+  /** Max time for `connect()` (ms, default 60000). */
+  connectTimeoutMs?: number;
+  /** Default max time for each session call (ms, default none: prompts may run long). */
+  requestTimeoutMs?: number;
+}
+
+const METHOD_NOT_FOUND = -32601;
+const ENDED_GRACE_MS = 100;
+const AGENT_EXITED = "agent_exited";
+const EXT = "_sandboxagent/session/";
+
+/**
+ * Client of a sandbox-agent server: control-plane helpers (health, agents, files) plus at most one
+ * live agent connection, through which sessions are created and prompted.
+ */
+export class SandboxAgentClient {
+  readonly baseUrl: string;
+  readonly agent: string;
+  /** Files inside the sandbox. */
+  readonly fs: FileSystem;
+  private readonly http: HttpTransport;
+  private readonly control: ControlPlane;
+  private readonly hub = new EventHub();
+  private readonly options: SandboxAgentClientOptions;
+  private connection: OpenConnection | undefined;
+  /** A connection whose agent exited: unusable, closed after a short grace for its last events. */
+  private ending: OpenConnection | undefined;
+  private connecting: Promise<void> | undefined;
+  private lastConnectError: unknown;
+  /** Known config options per session, so `setSessionModel` can fall back to the model option. */
+  private readonly configOptions = new Map<string, SessionConfigOption[]>();
+
+  constructor(options: SandboxAgentClientOptions) {
+    if (!options.agent) throw new TypeError("SandboxAgentClient: `agent` is required");
+    this.options = options;
+    this.http = new HttpTransport(options);
+    this.baseUrl = this.http.baseUrl;
+    this.agent = options.agent;
+    this.fs = new FileSystem(this.http);
+    this.control = new ControlPlane(this.http);
+    this.hub.subscribe({ types: ["update"] }, (event) => this.trackConfig(event));
+    this.hub.subscribe({ types: ["ended"] }, (event) => {
+      if (event.type === "ended" && event.reason === AGENT_EXITED) this.agentEnded();
+    });
+    if (options.autoConnect !== false) {
+      // The failure is kept for the NotConnectedError of later calls (see connectFailed).
+      this.connect().catch(() => undefined);
+    }
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------
+
+  /** True while the agent connection is open. */
+  get connected(): boolean {
+    return this.connection !== undefined;
+  }
+
+  /** What the connected agent supports; undefined when not connected. */
+  get agentInfo(): AgentInfo | undefined {
+    return this.connection ? agentInfo(this.connection.initializeResult) : undefined;
+  }
+
+  /** Opens the agent connection. Throws `AlreadyConnectedError` if one is open or opening. */
+  connect(): Promise<void> {
+    if (this.connection || this.connecting) return Promise.reject(new AlreadyConnectedError());
+    this.lastConnectError = undefined;
+    const attempt = this.open()
+      .catch((error: unknown) => {
+        this.connectFailed(error);
+        throw error;
+      })
+      .finally(() => {
+        if (this.connecting === attempt) this.connecting = undefined;
+      });
+    this.connecting = attempt;
+    return attempt;
+  }
+
+  /** Closes the agent connection (its agent process stops). No-op when not connected. */
+  async disconnect(): Promise<void> {
+    await this.connecting?.catch(() => undefined);
+    const connection = this.connection ?? this.ending;
+    if (!connection) return;
+    this.dropConnection(connection);
+    await connection.rpc.close().catch(() => undefined);
+  }
+
+  /** Disconnects and ends every event iterator. */
+  async dispose(): Promise<void> {
+    await this.disconnect();
+    this.hub.endStreams();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+
+  private async open(): Promise<void> {
+    const connection = await openConnection({
+      http: this.http,
+      agent: this.agent,
+      events: this.hub,
+      onPermissionRequest: this.options.onPermissionRequest,
+      connectTimeoutMs: this.options.connectTimeoutMs,
+      requestTimeoutMs: this.options.requestTimeoutMs,
+    });
+    this.connection = connection;
+    void connection.rpc.closed.then((reason) =>
+      this.dropConnection(connection, reason.kind === "error" ? reason.error : undefined),
+    );
+  }
+
+  private dropConnection(connection: OpenConnection, error?: Error): void {
+    let reason: DisconnectedEvent["reason"] = error ? "error" : "disconnect";
+    if (this.connection === connection) this.connection = undefined;
+    else if (this.ending === connection) {
+      this.ending = undefined;
+      reason = "agentExited";
+    } else return;
+    this.configOptions.clear();
+    this.hub.emit({ type: "disconnected", reason, ...(error ? { error } : {}) });
+    // Iterators end with their connection, unless a new one is already open.
+    if (!this.connection && !this.connecting) this.hub.endStreams();
+  }
+
+  /** A failed connect ends iterators too, so a loop waiting for this connection's events does not hang. */
+  private connectFailed(error: unknown): void {
+    this.lastConnectError = error;
+    const cause = error instanceof Error ? error : new Error(String(error));
+    this.hub.emit({ type: "disconnected", reason: "error", error: cause });
+    this.hub.endStreams();
+  }
+
+  /**
+   * The agent process is gone, so the connection is unusable at once. The server sends one `ended`
+   * per session and then ends the stream; close after a short grace so the others still arrive.
+   */
+  private agentEnded(): void {
+    const connection = this.connection;
+    if (!connection) return;
+    this.connection = undefined;
+    this.ending = connection;
+    setTimeout(() => void connection.rpc.close().catch(() => undefined), ENDED_GRACE_MS).unref();
+  }
+
+  // ---- events ------------------------------------------------------------------------------
+
+  /** Calls `listener` for every event of `type` (or `"*"` for all). Returns an unsubscribe function. */
+  on<T extends SandboxAgentEventType>(type: T, listener: (event: EventOfType<T>) => void): () => void;
+  on(type: "*", listener: (event: SandboxAgentEvent) => void, filter?: EventFilter): () => void;
+  on(type: string, listener: (event: never) => void, filter: EventFilter = {}): () => void {
+    const types = type === "*" ? filter.types : [type as SandboxAgentEventType];
+    return this.hub.subscribe(
+      { ...filter, ...(types ? { types } : {}) },
+      listener as (e: SandboxAgentEvent) => void,
+    );
+  }
+
+  /**
+   * Async iterator over events (buffered, nothing dropped). It ends on `disconnect()`, when the
+   * connection closes, on `signal` abort, or when the loop breaks.
+   */
+  events(options: EventStreamOptions = {}): AsyncIterableIterator<SandboxAgentEvent> {
+    return this.hub.stream(options);
+  }
+
+  // ---- sessions ----------------------------------------------------------------------------
+
+  async newSession(options: NewSessionOptions): Promise<SessionState> {
+    const result = await this.call("newSession", (rpc) =>
+      rpc.newSession({
+        cwd: options.cwd,
+        mcpServers: options.mcpServers ?? [],
+        ...(options.additionalDirectories ? { additionalDirectories: options.additionalDirectories } : {}),
+        ...metaField(options.metadata),
+      }),
+    );
+    return this.remember(sessionState(result.sessionId, result));
+  }
+
+  /** Re-opens a stored session; its history is replayed as `update` events before this resolves. */
+  async loadSession(options: LoadSessionOptions): Promise<SessionState> {
+    const result = await this.call("loadSession", (rpc) => rpc.loadSession(this.restoreParams(options)));
+    return this.remember(sessionState(options.sessionId, result));
+  }
+
+  /** Re-opens a stored session without replaying its history. */
+  async resumeSession(options: LoadSessionOptions): Promise<SessionState> {
+    const result = await this.call("resumeSession", (rpc) => rpc.resumeSession(this.restoreParams(options)));
+    return this.remember(sessionState(options.sessionId, result));
+  }
+
+  /** Copies a session (history included) into a new one. */
+  async forkSession(options: ForkSessionOptions): Promise<SessionState> {
+    const result = await this.call("forkSession", (rpc) => rpc.forkSession(this.restoreParams(options)));
+    return this.remember(sessionState(result.sessionId, result));
+  }
+
+  /** Sends a prompt and resolves when the turn ends; `update` events stream meanwhile. */
+  async prompt(options: PromptOptions): Promise<PromptResult> {
+    const { sessionId, signal } = options;
+    if (signal?.aborted) throw signal.reason;
+    const onAbort = (): void => void this.cancel({ sessionId }).catch(() => undefined);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const result = await this.call("prompt", (rpc) =>
+        rpc.prompt({ sessionId, prompt: promptBlocks(options.prompt), ...metaField(options.metadata) }),
+      );
+      this.hub.emit({ type: "turnEnded", sessionId, stopReason: result.stopReason });
+      return { stopReason: result.stopReason, metadata: metadataOf(result) };
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Cancels the session's running turn; its pending permission requests are answered `cancelled`. */
+  cancel(options: { sessionId: string }): Promise<void> {
+    return this.call("cancel", (rpc) => rpc.cancel({ sessionId: options.sessionId }));
+  }
+
+  async setSessionMode(options: { sessionId: string; modeId: string }): Promise<void> {
+    await this.call("setSessionMode", (rpc) => rpc.setSessionMode(options));
+  }
+
+  /** Sets one configuration option; resolves with every option's new value. */
+  async setSessionConfigOption(options: {
+    sessionId: string;
+    configId: string;
+    value: string | boolean;
+  }): Promise<{ configOptions: SessionConfigOption[] }> {
+    const { sessionId, configId, value } = options;
+    const params: proto.SetSessionConfigOptionRequest =
+      typeof value === "boolean"
+        ? { sessionId, configId, type: "boolean", value }
+        : { sessionId, configId, value };
+    const result = await this.call("setSessionConfigOption", (rpc) => rpc.setSessionConfigOption(params));
+    this.configOptions.set(sessionId, result.configOptions);
+    return { configOptions: result.configOptions };
+  }
+
+  /**
+   * Selects the session's model: the agent's model call when it has one, else its configuration
+   * option of category `model`.
+   */
+  async setSessionModel(options: { sessionId: string; modelId: string }): Promise<void> {
+    try {
+      await this.call("setSessionModel", (rpc) => rpc.extMethod("session/set_model", options));
+    } catch (error) {
+      const option = this.configOptions.get(options.sessionId)?.find((o) => o.category === "model");
+      if (!(error instanceof AgentRequestError) || error.code !== METHOD_NOT_FOUND || !option) throw error;
+      await this.setSessionConfigOption({
+        sessionId: options.sessionId,
+        configId: option.id,
+        value: options.modelId,
+      });
+    }
+  }
+
+  /** Lists sessions with their sandbox metadata (agent, timestamps, ended, custom keys…). */
+  async listSessions(options: ListSessionsOptions = {}): Promise<SessionList> {
+    return sessionList(await this.call("listSessions", (rpc) => rpc.listSessions(options)));
+  }
+
+  /** The models the session's agent offers. */
+  async listModels(options: { sessionId: string }): Promise<ModelList> {
+    return modelList(await this.call("listModels", (rpc) => rpc.extMethod(`${EXT}list_models`, options)));
+  }
+
+  /** Merges keys into the session's metadata (`title`, `model`, `mode` have effects; others are stored). */
+  async setMetadata(options: { sessionId: string; metadata: SessionMetadata }): Promise<SessionMetadata> {
+    const result = await this.call("setMetadata", (rpc) => rpc.extMethod(`${EXT}set_metadata`, options));
+    return extractMetadata(result);
+  }
+
+  /** Leaves the session running on the server but stops receiving its events on this connection. */
+  async detachSession(options: { sessionId: string }): Promise<void> {
+    await this.call("detachSession", (rpc) => rpc.extMethod(`${EXT}detach`, options));
+  }
+
+  /** Stops the session for good (its running turn is cancelled). */
+  async terminateSession(options: { sessionId: string }): Promise<void> {
+    await this.call("terminateSession", (rpc) => rpc.extMethod(`${EXT}terminate`, options));
+    this.configOptions.delete(options.sessionId);
+  }
+
+  // ---- control plane -----------------------------------------------------------------------
+
+  /** Server status; needs no agent connection. */
+  health(): Promise<HealthStatus> {
+    return this.control.health();
+  }
+
+  /** The agents this server can run. */
+  listAgents(): Promise<AgentDescription[]> {
+    return this.control.listAgents();
+  }
+
+  getAgent(agentId: string): Promise<AgentDescription> {
+    return this.control.getAgent(agentId);
+  }
+
+  /** Installs the agent's packages on the server (no-op for agents that need none). */
+  installAgent(agentId: string, options?: InstallAgentOptions): Promise<InstallResult> {
+    return this.control.installAgent(agentId, options);
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  private async call<T>(operation: string, send: (rpc: AcpHttpClient) => Promise<T>): Promise<T> {
+    await this.connecting?.catch(() => undefined);
+    const connection = this.connection;
+    if (!connection) throw this.notConnected(operation);
+    try {
+      return await send(connection.rpc);
+    } catch (error) {
+      throw convertError(operation, error, this.http.url("/v2/rpc"));
+    }
+  }
+
+  private notConnected(operation: string): NotConnectedError {
+    const cause = this.lastConnectError;
+    const why = cause instanceof Error ? ` (connecting failed: ${cause.message})` : "";
+    return new NotConnectedError(
+      `${operation}: not connected${why}; call connect() first.`,
+      cause ? { cause } : undefined,
+    );
+  }
+
+  private restoreParams(options: LoadSessionOptions): proto.LoadSessionRequest {
+    return {
+      sessionId: options.sessionId,
+      cwd: options.cwd,
+      mcpServers: options.mcpServers ?? [],
+      ...metaField(options.metadata),
+    };
+  }
+
+  private remember(state: SessionState): SessionState {
+    if (state.configOptions) this.configOptions.set(state.sessionId, state.configOptions);
+    return state;
+  }
+
+  private trackConfig(event: SandboxAgentEvent): void {
+    if (event.type === "update" && event.update.sessionUpdate === "config_option_update") {
+      this.configOptions.set(event.sessionId, event.update.configOptions);
+    }
+  }
+}
+
+/** `set_metadata` answers with the merged metadata, directly or under `_meta`. */
+function extractMetadata(result: unknown): SessionMetadata {
+  const fromMeta = metadataOf(result);
+  if (Object.keys(fromMeta).length > 0) return fromMeta;
+  const direct = (result as { metadata?: unknown } | null)?.metadata;
+  return direct !== null && typeof direct === "object" && !Array.isArray(direct)
+    ? { ...(direct as SessionMetadata) }
+    : {};
+}

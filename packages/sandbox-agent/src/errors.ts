@@ -1,0 +1,98 @@
+/** RFC 9457 problem details, as the sandbox-agent server sends them on every HTTP error. */
+export interface ProblemDetails {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  [key: string]: unknown;
+}
+
+const MAX_BODY_CHARS = 8 * 1024;
+
+/** A non-2xx answer from the sandbox-agent server, with its problem details when it sent them. */
+export class SandboxAgentHttpError extends Error {
+  override readonly name = "SandboxAgentHttpError";
+  readonly status: number;
+  readonly problem: ProblemDetails | undefined;
+  /** Raw response body (first 8 KiB). */
+  readonly body: string;
+  readonly method: string;
+  readonly url: string;
+
+  constructor(init: { method: string; url: string; status: number; body: string; problem?: ProblemDetails }) {
+    const detail = init.problem?.detail ?? init.problem?.title;
+    super(
+      `${init.method} ${new URL(init.url).pathname} failed: HTTP ${init.status}${detail ? ` (${detail})` : ""}`,
+    );
+    this.method = init.method;
+    this.url = init.url;
+    this.status = init.status;
+    this.body = init.body;
+    this.problem = init.problem;
+  }
+
+  static async from(method: string, url: string, response: Response): Promise<SandboxAgentHttpError> {
+    const body = (await response.text().catch(() => "")).slice(0, MAX_BODY_CHARS);
+    const problem = parseProblem(body, response.headers.get("content-type"));
+    return new SandboxAgentHttpError({ method, url, status: response.status, body, problem });
+  }
+}
+
+function parseProblem(body: string, contentType: string | null): ProblemDetails | undefined {
+  if (!contentType || !/json/i.test(contentType)) return undefined;
+  try {
+    const value: unknown = JSON.parse(body);
+    return value !== null && typeof value === "object" && !Array.isArray(value)
+      ? (value as ProblemDetails)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A session call was made while the client holds no agent connection. */
+export class NotConnectedError extends Error {
+  override readonly name = "NotConnectedError";
+  constructor(message = "Not connected: call connect() first.", options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** `connect()` was called while a connection is open or being opened. */
+export class AlreadyConnectedError extends Error {
+  override readonly name = "AlreadyConnectedError";
+  constructor() {
+    super("Already connected: a client holds at most one connection; call disconnect() first.");
+  }
+}
+
+/** The agent (or the server on its behalf) answered a session call with an error. */
+export class AgentRequestError extends Error {
+  override readonly name = "AgentRequestError";
+  /** Numeric error code (e.g. -32602 invalid params, -32601 not supported, -32603 internal/agent exited). */
+  readonly code: number;
+  /** What the client asked for, e.g. `prompt`. */
+  readonly operation: string;
+  readonly data: unknown;
+
+  constructor(
+    operation: string,
+    code: number,
+    message: string,
+    data?: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(`${operation} failed: ${message} (code ${code})`, options);
+    this.operation = operation;
+    this.code = code;
+    this.data = data;
+  }
+
+  /** True when the agent process exited before answering. */
+  get agentExited(): boolean {
+    const data = this.data;
+    return (
+      data !== null && typeof data === "object" && (data as { reason?: unknown }).reason === "agent_exited"
+    );
+  }
+}

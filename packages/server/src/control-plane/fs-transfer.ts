@@ -1,0 +1,198 @@
+import { randomUUID } from "node:crypto";
+import { constants, createWriteStream, type Stats } from "node:fs";
+import { chmod, link, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import path from "node:path";
+import { Transform, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { ProblemError, problems } from "../http/problem.js";
+import {
+  alreadyExists,
+  errnoOf,
+  fsProblem,
+  isADirectory,
+  notADirectory,
+  notAFile,
+  notFound,
+  onPath,
+} from "./fs-problems.js";
+import type { RootedPath } from "./fs-paths.js";
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".txt": "text/plain; charset=utf-8",
+  ".md": "text/markdown; charset=utf-8",
+  ".html": "text/html; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".csv": "text/csv; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".ts": "text/plain; charset=utf-8",
+  ".json": "application/json",
+  ".xml": "application/xml",
+  ".yaml": "application/yaml",
+  ".yml": "application/yaml",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".pdf": "application/pdf",
+  ".zip": "application/zip",
+  ".gz": "application/gzip",
+  ".tar": "application/x-tar",
+  ".wasm": "application/wasm",
+};
+
+export function contentTypeOf(file: string): string {
+  return CONTENT_TYPES[path.extname(file).toLowerCase()] ?? "application/octet-stream";
+}
+
+type ByteRange = { start: number; end: number };
+
+/**
+ * A single `bytes=` range (RFC 9110 §14.1.2). Multiple or malformed ranges are ignored (the whole
+ * file is sent, which the RFC allows); a syntactically valid range outside the file is unsatisfiable.
+ */
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): ByteRange | "unsatisfiable" | undefined {
+  const m = header === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === "" && m[2] === "")) return undefined;
+  if (m[1] === "") {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || size === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || start > end) return "unsatisfiable";
+  return { start, end };
+}
+
+function isClientGone(error: unknown): boolean {
+  return errnoOf(error) === "ERR_STREAM_PREMATURE_CLOSE" || errnoOf(error) === "ECONNRESET";
+}
+
+/** Streams a regular file, honouring a single `Range`; never holds more than a stream chunk in memory. */
+export async function sendFile(req: IncomingMessage, res: ServerResponse, target: RootedPath): Promise<void> {
+  // O_NONBLOCK so that opening a FIFO cannot hang the request; regular files ignore it.
+  const handle = await onPath(target.display, () =>
+    open(target.absolute, constants.O_RDONLY | constants.O_NONBLOCK),
+  );
+  let streaming = false;
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) throw isADirectory(target.display);
+    if (!info.isFile()) throw notAFile(target.display);
+    const range = parseRange(req.headers.range, info.size);
+    if (range === "unsatisfiable") {
+      throw new ProblemError(
+        416,
+        "range-not-satisfiable",
+        "Range Not Satisfiable",
+        `${req.headers.range} is outside the file (${info.size} bytes).`,
+        { size: info.size },
+        { "content-range": `bytes */${info.size}` },
+      );
+    }
+    const { start, end } = range ?? { start: 0, end: info.size - 1 };
+    res.writeHead(range ? 206 : 200, {
+      "content-type": contentTypeOf(target.absolute),
+      "content-length": String(end - start + 1),
+      "accept-ranges": "bytes",
+      "last-modified": info.mtime.toUTCString(),
+      ...(range ? { "content-range": `bytes ${start}-${end}/${info.size}` } : {}),
+    });
+    if (info.size === 0) return void res.end();
+    streaming = true;
+    await pipeline(handle.createReadStream({ start, end, autoClose: true }), res);
+  } catch (error) {
+    if (streaming && isClientGone(error)) return;
+    throw error;
+  } finally {
+    if (!streaming) await handle.close();
+  }
+}
+
+export interface ReceiveOptions {
+  overwrite: boolean;
+  /** Create missing parent directories. */
+  parents: boolean;
+  /** Reject bodies larger than this (413). */
+  maxBytes?: number;
+}
+
+/** Fails the stream with 413 once more than `limit` bytes have passed. */
+function byteLimit(limit: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      done(seen > limit ? problems.tooLarge(limit) : null, chunk);
+    },
+  });
+}
+
+async function statOrUndefined(file: string): Promise<Stats | undefined> {
+  try {
+    return await stat(file);
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT" || errnoOf(error) === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+
+async function ensureParent(target: RootedPath, parents: boolean): Promise<void> {
+  const parent = path.dirname(target.absolute);
+  if (parents) return void (await onPath(target.display, () => mkdir(parent, { recursive: true })));
+  const info = await onPath(target.display, () => statOrUndefined(parent));
+  if (info === undefined) throw notFound(`The parent directory of ${target.display}`);
+  if (!info.isDirectory()) throw notADirectory(`The parent of ${target.display}`);
+}
+
+/** Moves the finished temp file into place; without `overwrite` a concurrent creator wins (409). */
+async function commit(temp: string, target: RootedPath, overwrite: boolean): Promise<void> {
+  if (overwrite) return rename(temp, target.absolute);
+  try {
+    await link(temp, target.absolute); // atomic "create if absent"
+  } catch (error) {
+    if (errnoOf(error) === "EEXIST") throw alreadyExists(target.display);
+    // Filesystems without hard links: fall back to check-then-rename.
+    if ((await statOrUndefined(target.absolute)) !== undefined) throw alreadyExists(target.display);
+    return rename(temp, target.absolute);
+  }
+  await rm(temp, { force: true });
+}
+
+/**
+ * Streams `source` into a temp file next to `target`, then renames it into place, so readers never
+ * see a half-written file and a failed upload leaves nothing behind. Returns whether it was created.
+ */
+export async function receiveFile(
+  source: Readable,
+  target: RootedPath,
+  options: ReceiveOptions,
+): Promise<boolean> {
+  const existing = await onPath(target.display, () => statOrUndefined(target.absolute));
+  if (target.isRoot || existing?.isDirectory()) throw isADirectory(target.display);
+  if (existing && !options.overwrite) throw alreadyExists(target.display);
+  await ensureParent(target, options.parents);
+  const temp = path.join(
+    path.dirname(target.absolute),
+    `.${path.basename(target.absolute)}.${randomUUID()}.upload`,
+  );
+  try {
+    const sink = createWriteStream(temp, { flags: "wx", mode: existing ? existing.mode & 0o7777 : 0o666 });
+    const stages =
+      options.maxBytes === undefined ? [source, sink] : [source, byteLimit(options.maxBytes), sink];
+    await pipeline(stages);
+    if (existing) await chmod(temp, existing.mode & 0o7777);
+    await commit(temp, target, options.overwrite);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw fsProblem(error, target.display);
+  }
+  return existing === undefined;
+}

@@ -1,0 +1,367 @@
+import { realpathSync, type Dirent, type Stats } from "node:fs";
+import { cp, lstat, mkdir, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { z } from "zod";
+import { problems } from "../http/problem.js";
+import { sendJson } from "../http/router.js";
+import type { Logger } from "../log.js";
+import { resolveInRoot, type RootedPath } from "./fs-paths.js";
+import { alreadyExists, errnoOf, fsProblem, notADirectory, notFound, onPath } from "./fs-problems.js";
+import { receiveFile, sendFile } from "./fs-transfer.js";
+import { booleanQuery, defineRoute, type ResponseSpec, type RouteDef } from "./schema-route.js";
+
+export interface FsDeps {
+  /** Directory the API exposes; every path is relative to it. */
+  root: string;
+  /** Largest accepted upload in bytes; unset means unlimited. */
+  maxUploadBytes?: number;
+  logger: Logger;
+}
+
+const apiPath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => !p.includes("\0"), "must not contain NUL bytes")
+  .describe("Path relative to the filesystem root; a leading / means the root");
+
+const entrySchema = z.object({
+  name: z.string(),
+  path: z.string().describe("Path relative to the root, starting with /"),
+  type: z.enum(["file", "directory", "symlink", "other"]),
+  size: z.number().int().nonnegative(),
+  mtime: z.string().describe("Last modification, ISO 8601"),
+});
+type Entry = z.output<typeof entrySchema>;
+
+const listSchema = z.object({
+  path: z.string(),
+  entries: z.array(entrySchema),
+  truncated: z.boolean().describe("True when more entries exist than `limit`"),
+});
+
+const MAX_WRITE_BODY = 64 * 1024 * 1024;
+const TAGS = ["filesystem"];
+const pathQuery = z.object({ path: apiPath });
+
+const errors = {
+  escape: { 403: { description: "The path resolves outside the root (problem type path-escape)" } },
+  missing: { 404: { description: "The path does not exist" } },
+  conflict: (description: string) => ({ 409: { description } }),
+} satisfies Record<string, Record<number, ResponseSpec> | ((d: string) => Record<number, ResponseSpec>)>;
+
+function typeOf(info: Stats | Dirent): Entry["type"] {
+  if (info.isSymbolicLink()) return "symlink";
+  if (info.isDirectory()) return "directory";
+  return info.isFile() ? "file" : "other";
+}
+
+function entryOf(display: string, info: Stats): Entry {
+  return {
+    name: path.posix.basename(display),
+    path: display,
+    type: typeOf(info),
+    size: info.size,
+    mtime: info.mtime.toISOString(),
+  };
+}
+
+function childPath(parent: string, name: string): string {
+  return parent === "/" ? `/${name}` : `${parent}/${name}`;
+}
+
+/** Lists `dir` (breadth first when recursive, never following symlinks) up to `limit` entries. */
+async function listDirectory(
+  dir: RootedPath,
+  recursive: boolean,
+  limit: number,
+): Promise<z.output<typeof listSchema>> {
+  const info = await onPath(dir.display, () => stat(dir.absolute));
+  if (!info.isDirectory()) throw notADirectory(dir.display);
+  const entries: Entry[] = [];
+  const queue: { absolute: string; display: string }[] = [dir];
+  while (queue.length > 0) {
+    const current = queue.shift()!;
+    const names = await onPath(current.display, () => readdir(current.absolute));
+    for (const name of names.sort()) {
+      if (entries.length === limit) return { path: dir.display, entries, truncated: true };
+      const child = {
+        absolute: path.join(current.absolute, name),
+        display: childPath(current.display, name),
+      };
+      // An entry may vanish between readdir and lstat; skip it rather than fail the listing.
+      const childInfo = await lstat(child.absolute).catch(() => undefined);
+      if (!childInfo) continue;
+      entries.push(entryOf(child.display, childInfo));
+      if (recursive && childInfo.isDirectory()) queue.push(child);
+    }
+  }
+  return { path: dir.display, entries, truncated: false };
+}
+
+async function existingEntry(target: RootedPath): Promise<Stats> {
+  return onPath(target.display, () => lstat(target.absolute));
+}
+
+async function exists(target: RootedPath): Promise<boolean> {
+  return lstat(target.absolute).then(
+    () => true,
+    (error: unknown) => {
+      if (errnoOf(error) === "ENOENT") return false;
+      throw fsProblem(error, target.display);
+    },
+  );
+}
+
+async function moveEntry(from: RootedPath, to: RootedPath, overwrite: boolean): Promise<void> {
+  if (from.isRoot) throw problems.forbidden("The filesystem root cannot be moved.");
+  await existingEntry(from);
+  if (from.absolute === to.absolute) return;
+  if (to.isRoot || (!overwrite && (await exists(to)))) throw alreadyExists(to.display);
+  try {
+    await rename(from.absolute, to.absolute);
+  } catch (error) {
+    if (errnoOf(error) !== "EXDEV") throw fsProblem(error, to.display);
+    // Across mount points rename is impossible: copy, then remove the original.
+    await onPath(to.display, () =>
+      cp(from.absolute, to.absolute, {
+        recursive: true,
+        force: overwrite,
+        errorOnExist: true,
+        verbatimSymlinks: true,
+      }),
+    );
+    await onPath(from.display, () => rm(from.absolute, { recursive: true }));
+  }
+}
+
+async function deleteEntry(target: RootedPath, recursive: boolean): Promise<void> {
+  if (target.isRoot) throw problems.forbidden("The filesystem root cannot be deleted.");
+  const info = await existingEntry(target);
+  await onPath(target.display, () =>
+    info.isDirectory() && !recursive ? rmdir(target.absolute) : rm(target.absolute, { recursive }),
+  );
+}
+
+/** mkdir that answers whether it created the directory (an existing one is fine when recursive). */
+async function makeDirectory(target: RootedPath, recursive: boolean): Promise<boolean> {
+  const info = await stat(target.absolute).catch(() => undefined);
+  if (info?.isDirectory() && recursive) return false;
+  if (info) throw alreadyExists(target.display);
+  try {
+    await mkdir(target.absolute, { recursive });
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") throw notFound(`The parent directory of ${target.display}`);
+    throw fsProblem(error, target.display);
+  }
+  return true;
+}
+
+/** A failed upload may leave most of the body unread; close the HTTP/1.1 connection instead of draining it. */
+function closeIfBodyPending(req: IncomingMessage, res: ServerResponse): void {
+  if (!req.complete && req.httpVersionMajor === 1 && !res.headersSent) res.setHeader("connection", "close");
+}
+
+async function respondWithEntry(res: ServerResponse, target: RootedPath, created: boolean): Promise<void> {
+  const info = await existingEntry(target);
+  sendJson(res, created ? 201 : 200, entryOf(target.display, info));
+}
+
+/** Routes under `/v2/fs/`; the root is resolved once, so a symlinked root works and cannot move. */
+export function fsRoutes(deps: FsDeps): RouteDef[] {
+  const root = realpathSync(deps.root);
+  const resolve = (requested: string, follow = true) => resolveInRoot(root, requested, { follow });
+  const written = {
+    200: { description: "Replaced", schema: entrySchema },
+    201: { description: "Created", schema: entrySchema },
+  };
+  return [
+    defineRoute({
+      method: "GET",
+      path: "/v2/fs/list",
+      summary: "List a directory",
+      tags: TAGS,
+      query: z.object({
+        path: apiPath.default("/"),
+        recursive: booleanQuery(false, "Include everything below, breadth first; symlinks are not followed"),
+        limit: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .max(100_000)
+          .default(10_000)
+          .describe("Maximum number of entries"),
+      }),
+      responses: {
+        200: { description: "The entries, sorted by name per directory", schema: listSchema },
+        ...errors.escape,
+        ...errors.missing,
+        ...errors.conflict("The path is not a directory"),
+      },
+      handler: async ({ res, query }) =>
+        sendJson(res, 200, await listDirectory(await resolve(query.path), query.recursive, query.limit)),
+    }),
+    defineRoute({
+      method: "GET",
+      path: "/v2/fs/stat",
+      summary: "Describe a file or directory (symlinks are followed)",
+      tags: TAGS,
+      query: pathQuery,
+      responses: {
+        200: { description: "The entry", schema: entrySchema },
+        ...errors.escape,
+        ...errors.missing,
+      },
+      handler: async ({ res, query }) => {
+        const target = await resolve(query.path);
+        sendJson(
+          res,
+          200,
+          entryOf(target.display, await onPath(target.display, () => stat(target.absolute))),
+        );
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      path: "/v2/fs/file",
+      summary: "Download a file (streamed; a single Range gives 206)",
+      tags: TAGS,
+      query: pathQuery,
+      headers: z.object({ range: z.string().optional().describe("A single range, e.g. bytes=0-1023") }),
+      responses: {
+        200: { description: "The file's bytes", schema: "binary" },
+        206: { description: "The requested range", schema: "binary" },
+        ...errors.escape,
+        ...errors.missing,
+        ...errors.conflict("The path is a directory or not a regular file"),
+        416: { description: "The range lies outside the file" },
+      },
+      handler: async ({ req, res, query }) => sendFile(req, res, await resolve(query.path)),
+    }),
+    defineRoute({
+      method: "PUT",
+      path: "/v2/fs/file",
+      summary: "Upload a file (raw streamed body, written atomically)",
+      tags: TAGS,
+      query: z.object({
+        path: apiPath,
+        overwrite: booleanQuery(true, "Replace an existing file"),
+        parents: booleanQuery(false, "Create missing parent directories"),
+      }),
+      body: "binary",
+      responses: {
+        ...written,
+        ...errors.escape,
+        404: { description: "The parent directory does not exist (and parents=false)" },
+        ...errors.conflict("The file exists and overwrite=false, or the path is a directory"),
+        413: { description: "The body exceeds the server's upload limit" },
+      },
+      handler: async ({ req, res, query }) => {
+        const target = await resolve(query.path);
+        try {
+          const created = await receiveFile(req, target, { ...query, maxBytes: deps.maxUploadBytes });
+          await respondWithEntry(res, target, created);
+        } catch (error) {
+          closeIfBodyPending(req, res);
+          throw error;
+        }
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/v2/fs/write",
+      summary: "Write a small file from JSON (text or base64)",
+      tags: TAGS,
+      body: z
+        .strictObject({
+          path: apiPath,
+          content: z.string(),
+          encoding: z.enum(["utf8", "base64"]).default("utf8"),
+          overwrite: z.boolean().default(true),
+          parents: z.boolean().default(false),
+        })
+        .refine((b) => b.encoding !== "base64" || z.base64().safeParse(b.content).success, {
+          message: "content is not valid base64",
+          path: ["content"],
+        }),
+      maxBodyBytes: MAX_WRITE_BODY,
+      responses: {
+        ...written,
+        ...errors.escape,
+        404: { description: "The parent directory does not exist (and parents=false)" },
+        ...errors.conflict("The file exists and overwrite=false, or the path is a directory"),
+        413: { description: "The JSON body is too large; use PUT /v2/fs/file" },
+      },
+      handler: async ({ res, body }) => {
+        const target = await resolve(body.path);
+        const bytes = Buffer.from(body.content, body.encoding);
+        const created = await receiveFile(Readable.from([bytes]), target, body);
+        await respondWithEntry(res, target, created);
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/v2/fs/mkdir",
+      summary: "Create a directory",
+      tags: TAGS,
+      body: z.strictObject({
+        path: apiPath,
+        recursive: z
+          .boolean()
+          .default(false)
+          .describe("Create parents; an existing directory is then not an error"),
+      }),
+      responses: {
+        200: { description: "Already existed (recursive only)", schema: entrySchema },
+        201: { description: "Created", schema: entrySchema },
+        ...errors.escape,
+        404: { description: "The parent does not exist (and recursive=false)" },
+        ...errors.conflict("The path exists"),
+      },
+      handler: async ({ res, body }) => {
+        const target = await resolve(body.path);
+        await respondWithEntry(res, target, await makeDirectory(target, body.recursive));
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/v2/fs/move",
+      summary: "Move or rename a file or directory (a symlink moves as a link)",
+      tags: TAGS,
+      body: z.strictObject({ from: apiPath, to: apiPath, overwrite: z.boolean().default(false) }),
+      responses: {
+        200: { description: "Moved; the entry at its new path", schema: entrySchema },
+        ...errors.escape,
+        ...errors.missing,
+        ...errors.conflict("The destination exists (and overwrite=false), or replacing it is impossible"),
+      },
+      handler: async ({ res, body }) => {
+        const [from, to] = [await resolve(body.from, false), await resolve(body.to, false)];
+        await moveEntry(from, to, body.overwrite);
+        await respondWithEntry(res, to, false);
+      },
+    }),
+    defineRoute({
+      method: "DELETE",
+      path: "/v2/fs/file",
+      summary: "Delete a file, symlink or directory",
+      tags: TAGS,
+      query: z.object({
+        path: apiPath,
+        recursive: booleanQuery(false, "Delete a non-empty directory with everything in it"),
+      }),
+      responses: {
+        204: { description: "Deleted" },
+        ...errors.escape,
+        ...errors.missing,
+        ...errors.conflict("The directory is not empty (and recursive=false)"),
+      },
+      handler: async ({ res, query }) => {
+        await deleteEntry(await resolve(query.path, false), query.recursive);
+        res.writeHead(204).end();
+      },
+    }),
+  ];
+}

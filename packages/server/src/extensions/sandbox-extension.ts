@@ -1,0 +1,148 @@
+import type { Logger } from "../log.js";
+import type { AgentExit } from "../runtime/agent-process.js";
+import type { ConnectionApi, ConnectionExtension } from "../runtime/extension.js";
+import {
+  idKey,
+  isObject,
+  kindOf,
+  sessionIdOf,
+  type JsonRpcId,
+  type JsonRpcMessage,
+} from "../runtime/json-rpc.js";
+import { cancelPermissionRequest, runExtensionMethod } from "./methods.js";
+import { absorbUpdate } from "./models.js";
+import { advertiseExtensions, EXTENSION_PREFIX, sandboxMetaOf } from "./protocol.js";
+import { fallbackList, mergeIntoAgentList } from "./session-list.js";
+import { ConnectionStates, SessionStore, type ConnectionState } from "./state.js";
+
+const CREATES = new Set(["session/new", "session/fork"]);
+const ATTACHES = new Set(["session/load", "session/resume"]);
+
+/** `_sandboxagent/*` methods and `_meta["sandboxagent.dev"]` handling; see the README's "Sandbox extensions". */
+export class SandboxExtension implements ConnectionExtension {
+  private readonly store = new SessionStore();
+  private readonly states = new ConnectionStates();
+
+  constructor(private readonly logger: Logger) {}
+
+  initializeResult(result: Record<string, unknown>, conn: ConnectionApi): void {
+    const state = this.states.of(conn);
+    const capabilities = isObject(result.agentCapabilities) ? result.agentCapabilities : {};
+    const sessions = isObject(capabilities.sessionCapabilities) ? capabilities.sessionCapabilities : {};
+    state.agentLists = isObject(sessions.list);
+    state.agentCloses = isObject(sessions.close);
+    advertiseExtensions(result);
+  }
+
+  clientMessage(message: JsonRpcMessage, conn: ConnectionApi): boolean {
+    const state = this.states.of(conn);
+    const kind = kindOf(message);
+    if (kind === "response") return this.clientResponse(message.id as JsonRpcId, state);
+    const method = message.method;
+    if (method === undefined) return false;
+    if (method.startsWith(EXTENSION_PREFIX)) {
+      runExtensionMethod({ conn, state, store: this.store, logger: this.logger }, message);
+      return true;
+    }
+    if (method === "session/list" && kind === "request" && !state.agentLists) {
+      const result = fallbackList(message.params, conn.agentId, this.store, state);
+      conn.emit({ jsonrpc: "2.0", id: message.id, result });
+      return true;
+    }
+    // Re-attach before the agent replays history, so the replay is delivered.
+    const sessionId = sessionIdOf(message);
+    if (ATTACHES.has(method) && sessionId !== undefined) state.muted.delete(sessionId);
+    return false;
+  }
+
+  /** A client answer to a request the server already answered is swallowed, not sent twice. */
+  private clientResponse(id: JsonRpcId, state: ConnectionState): boolean {
+    const key = idKey(id);
+    state.pendingPermissions.delete(key);
+    return state.serverAnswered.delete(key);
+  }
+
+  agentResponse(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean {
+    if (response.error || !request.method) return false;
+    const state = this.states.of(conn);
+    const method = request.method;
+    if (CREATES.has(method) || ATTACHES.has(method)) {
+      const sessionId = CREATES.has(method)
+        ? isObject(response.result) && typeof response.result.sessionId === "string"
+          ? response.result.sessionId
+          : undefined
+        : sessionIdOf(request);
+      if (sessionId !== undefined) this.adopt(conn, state, sessionId, request, response.result);
+      return false;
+    }
+    const sessionId = sessionIdOf(request);
+    if (method === "session/set_config_option" && sessionId !== undefined)
+      state.absorb(sessionId, response.result);
+    if (method === "session/list" && isObject(response.result))
+      return mergeIntoAgentList(response.result, conn.agentId, this.store, state);
+    return false;
+  }
+
+  /** A session created, loaded, resumed or forked on this connection: ingest its metadata and agent state. */
+  private adopt(
+    conn: ConnectionApi,
+    state: ConnectionState,
+    sessionId: string,
+    request: JsonRpcMessage,
+    result: unknown,
+  ): void {
+    const record = this.store.touch(conn.agentId, sessionId);
+    const params = isObject(request.params) ? request.params : {};
+    if (typeof params.cwd === "string") record.cwd = params.cwd;
+    // A fork starts with its source's metadata.
+    const source = request.method === "session/fork" ? sessionIdOf(request) : undefined;
+    const inherited = source === undefined ? undefined : this.store.get(conn.agentId, source)?.metadata;
+    Object.assign(record.metadata, inherited ?? {}, sandboxMetaOf(params) ?? {});
+    record.ended = false;
+    record.updatedAt = new Date().toISOString();
+    state.seen.add(sessionId);
+    state.absorb(sessionId, result);
+  }
+
+  agentMessage(message: JsonRpcMessage, conn: ConnectionApi): boolean {
+    const sessionId = sessionIdOf(message);
+    if (sessionId === undefined) return false;
+    const state = this.states.of(conn);
+    if (message.method === "session/update") {
+      this.countUpdate(conn, state, sessionId, message);
+      return state.muted.has(sessionId);
+    }
+    if (message.method === "session/request_permission" && kindOf(message) === "request") {
+      const id = message.id as JsonRpcId;
+      if (state.muted.has(sessionId)) {
+        cancelPermissionRequest(conn, id);
+        return true;
+      }
+      state.pendingPermissions.set(idKey(id), { id, sessionId });
+    }
+    return false;
+  }
+
+  private countUpdate(
+    conn: ConnectionApi,
+    state: ConnectionState,
+    sessionId: string,
+    message: JsonRpcMessage,
+  ): void {
+    const record = this.store.touch(conn.agentId, sessionId);
+    record.eventCount++;
+    record.updatedAt = new Date().toISOString();
+    const update = isObject(message.params) ? message.params.update : undefined;
+    if (!isObject(update)) return;
+    absorbUpdate(state.agentState(sessionId), update);
+    if (update.sessionUpdate === "session_info_update" && typeof update.title === "string")
+      record.agentTitle = update.title;
+  }
+
+  agentExited(_exit: AgentExit, conn: ConnectionApi): void {
+    for (const sessionId of conn.sessionIds) {
+      const record = this.store.get(conn.agentId, sessionId);
+      if (record) record.ended = true;
+    }
+  }
+}

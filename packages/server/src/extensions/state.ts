@@ -1,0 +1,115 @@
+import type { ConnectionApi } from "../runtime/extension.js";
+import { isObject } from "../runtime/json-rpc.js";
+
+/** What the server remembers about a session, across connections, for the server's lifetime. */
+export interface SessionRecord {
+  readonly agentId: string;
+  readonly sessionId: string;
+  cwd: string | undefined;
+  /** When the server first saw the session (ISO 8601). */
+  readonly createdAt: string;
+  /** Last update, metadata change or lifecycle change the server saw. */
+  updatedAt: string;
+  ended: boolean;
+  /** `session/update` notifications the agent sent for the session. */
+  eventCount: number;
+  /** Last title the agent announced in a `session_info_update`. */
+  agentTitle: string | undefined;
+  /** Client metadata (`_meta["sandboxagent.dev"]` of session/new, `set_metadata`). */
+  metadata: Record<string, unknown>;
+}
+
+/** Records are small, but a long-lived server must not grow without bound: the oldest are evicted. */
+const MAX_RECORDS = 10_000;
+
+/** Server-wide session records, keyed by agent and session id. */
+export class SessionStore {
+  private readonly records = new Map<string, SessionRecord>();
+
+  get(agentId: string, sessionId: string): SessionRecord | undefined {
+    return this.records.get(keyOf(agentId, sessionId));
+  }
+
+  /** The record, created on first sight. */
+  touch(agentId: string, sessionId: string): SessionRecord {
+    const key = keyOf(agentId, sessionId);
+    let record = this.records.get(key);
+    if (!record) {
+      const now = new Date().toISOString();
+      record = {
+        agentId,
+        sessionId,
+        cwd: undefined,
+        createdAt: now,
+        updatedAt: now,
+        ended: false,
+        eventCount: 0,
+        agentTitle: undefined,
+        metadata: {},
+      };
+      this.records.set(key, record);
+      if (this.records.size > MAX_RECORDS) this.records.delete(this.records.keys().next().value!);
+    }
+    return record;
+  }
+}
+
+function keyOf(agentId: string, sessionId: string): string {
+  return `${agentId}\u0000${sessionId}`;
+}
+
+/** What the agent told this connection about a session's model and mode. */
+export interface AgentSessionState {
+  configOptions: unknown[] | undefined;
+  /** The unstable `models` field (`{currentModelId, availableModels}`) of session/new|load. */
+  models: Record<string, unknown> | undefined;
+  /** The `modes` field (`{currentModeId, availableModes}`). */
+  modes: Record<string, unknown> | undefined;
+}
+
+/** Per-connection extension state. */
+export class ConnectionState {
+  /** Every session seen on this connection, ended ones included, for the `session/list` fallback. */
+  readonly seen = new Set<string>();
+  /** Sessions whose `session/update`s are dropped (detached or terminated). */
+  readonly muted = new Set<string>();
+  readonly agent = new Map<string, AgentSessionState>();
+  /** Agent permission requests the client has not answered: request id key → session id. */
+  readonly pendingPermissions = new Map<string, { id: string | number; sessionId: string }>();
+  /** Ids of agent requests the server answered itself; a late client answer is swallowed. */
+  readonly serverAnswered = new Set<string>();
+  agentLists = false;
+  agentCloses = false;
+
+  agentState(sessionId: string): AgentSessionState {
+    let state = this.agent.get(sessionId);
+    if (!state) {
+      state = { configOptions: undefined, models: undefined, modes: undefined };
+      this.agent.set(sessionId, state);
+    }
+    return state;
+  }
+
+  /** Adopts `configOptions`/`models`/`modes` from a session/new|load|resume|fork or set_config_option result. */
+  absorb(sessionId: string, result: unknown): void {
+    if (!isObject(result)) return;
+    const state = this.agentState(sessionId);
+    if (Array.isArray(result.configOptions)) state.configOptions = result.configOptions;
+    if (isObject(result.models)) state.models = result.models;
+    if (isObject(result.modes)) state.modes = result.modes;
+  }
+}
+
+/** Per-connection state, released with the connection. */
+export class ConnectionStates {
+  private readonly states = new WeakMap<ConnectionApi, ConnectionState>();
+
+  of(conn: ConnectionApi): ConnectionState {
+    let state = this.states.get(conn);
+    if (!state) {
+      state = new ConnectionState();
+      this.states.set(conn, state);
+    }
+    return state;
+  }
+}
