@@ -84,7 +84,7 @@ class HttpTransport {
   private resolveClosed!: (reason: AcpCloseReason) => void;
   private closing: Promise<void> | undefined;
   /** Our requests still awaiting a response: a response for anything else is a duplicate. */
-  private readonly pending = new Map<string, string>();
+  private readonly pending = new Set<string>();
   private readonly seenEventIds = new Set<string>();
   /** Session SSE streams, resolved once the GET answered 200. */
   private readonly sessionStreams = new Map<string, Promise<void>>();
@@ -183,7 +183,7 @@ class HttpTransport {
     if (sessionId !== undefined) await this.ensureSessionStream(sessionId);
     const key = isRequest(message) ? idKey(message.id) : undefined;
     // Registered before the POST: the response may beat the 202 on SSE (H5.4).
-    if (key !== undefined) this.pending.set(key, (message as AnyRequest).method);
+    if (key !== undefined) this.pending.add(key);
     const headers: Record<string, string> = { [CONNECTION_HEADER]: connectionId };
     if (sessionId !== undefined) headers[SESSION_HEADER] = sessionId;
     let response: Response;

@@ -107,6 +107,36 @@ for (const [label, start] of Object.entries(servers)) {
       );
     });
 
+    it("round-trips the typed session methods", async () => {
+      const client = await connect();
+      const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+      await client.prompt({ sessionId, prompt: text("title typed methods") });
+      const modes: string[] = [];
+      client.onNotification("session/update", (n: SessionNotification) => {
+        if (n.update.sessionUpdate === "current_mode_update") modes.push(n.update.currentModeId);
+      });
+      await client.setSessionMode({ sessionId, modeId: "plan" });
+      assert.deepEqual(modes, ["plan"]);
+      const config = await client.setSessionConfigOption({
+        sessionId,
+        configId: "model",
+        value: "mock-smart",
+      });
+      assert.equal(config.configOptions.find((o) => o.id === "model")?.currentValue, "mock-smart");
+      const listed = await client.listSessions();
+      assert.ok(listed.sessions.some((x) => x.sessionId === sessionId && x.title === "typed methods"));
+      const forked = await client.forkSession({ sessionId, cwd: "/tmp", mcpServers: [] });
+      assert.notEqual(forked.sessionId, sessionId);
+      await client.resumeSession({ sessionId: forked.sessionId, cwd: "/tmp", mcpServers: [] });
+      const replayed: string[] = [];
+      client.onNotification("session/update", (n: SessionNotification) => void replayed.push(n.sessionId));
+      await client.loadSession({ sessionId, cwd: "/tmp", mcpServers: [] });
+      assert.ok(
+        replayed.length > 0 && replayed.every((id) => id === sessionId),
+        "load replays history first",
+      );
+    });
+
     it("maps JSON-RPC errors to AcpRpcError", async () => {
       const client = await connect();
       const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });

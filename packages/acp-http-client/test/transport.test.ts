@@ -203,6 +203,29 @@ describe("transport edge cases (our server)", { timeout: 60_000 }, () => {
     }
   });
 
+  it("fails only the request whose POST got a non-fatal HTTP error", async () => {
+    const small = await startServer({ config: { limits: { maxBodyBytes: 4096 } } });
+    const acp = new AcpHttpClient({ baseUrl: small.baseUrl, requestTimeoutMs: 10_000 });
+    try {
+      await acp.initialize(initParams());
+      const { sessionId } = await acp.newSession({ cwd: "/tmp", mcpServers: [] });
+      await assert.rejects(
+        acp.prompt({ sessionId, prompt: text(`echo ${"x".repeat(10_000)}`) }),
+        (e: unknown) => {
+          assert.ok(e instanceof AcpRpcError, String(e));
+          assert.equal(e.code, -32603);
+          assert.equal((e.data as { status: number }).status, 413);
+          return true;
+        },
+      );
+      const result = await acp.prompt({ sessionId, prompt: text("echo still here") });
+      assert.equal(result.stopReason, "end_turn");
+    } finally {
+      await acp.close();
+      await small.stop();
+    }
+  });
+
   it("never batches and sends one POST per message", async () => {
     const bodies: unknown[] = [];
     const spy: typeof fetch = (input, init) => {

@@ -300,6 +300,7 @@ export class HarnessRunner {
   /** Abort or turn timeout: cancel the ACP turn, close what is open, end with a terminal event. */
   private async *interrupted(session: WarmSession, turn: Turn, why: "aborted" | "timeout", ids: RunIds): Chunks {
     const stopped = await this.stopTurn(session, turn);
+    yield* stopped.chunks;
     yield* turn.mapper.closeAll(true);
     if (why === "timeout") {
       throw new AcpHarnessError("turn_timeout", `${this.config.name}: the turn did not finish within ${this.config.turnTimeoutMs ?? DEFAULTS.turnTimeoutMs} ms`);
@@ -309,7 +310,7 @@ export class HarnessRunner {
       threadId: ids.threadId,
       runId: ids.runId,
       finishReason: null,
-      result: { stopReason: stopped ?? "cancelled", aborted: true },
+      result: { stopReason: stopped.stopReason ?? "cancelled", aborted: true },
       timestamp: Date.now(),
     } as AdapterYieldChunk;
   }
@@ -319,24 +320,26 @@ export class HarnessRunner {
    * agent that does not stop in time is killed and its session dropped.
    * Returns the agent's stop reason when it stopped.
    */
-  private async stopTurn(session: WarmSession, turn: Turn): Promise<string | undefined> {
+  private async stopTurn(session: WarmSession, turn: Turn): Promise<{ stopReason: string | undefined; chunks: AdapterYieldChunk[] }> {
     await turn.cancel();
     const until = Date.now() + DEFAULTS.cancelGraceMs;
+    // Updates the agent sends while it winds down still belong to the turn.
+    const chunks: AdapterYieldChunk[] = [];
     for (;;) {
       const item = await turn.next(undefined, until);
       if (item === "timeout" || item === "aborted" || item.kind === "failed") break;
-      if (item.kind === "permission") item.resolve({ outcome: "cancelled" });
+      if (item.kind === "permission") item.resolve(CANCELLED);
       if (item.kind === "tool") item.call.fail("The turn was cancelled");
-      if (item.kind === "update") turn.mapper.map(item.update);
+      if (item.kind === "update") chunks.push(...turn.mapper.map(item.update));
       if (item.kind === "done") {
         turn.finish();
         session.turn = undefined;
         this.pool.release(session, this.config.keepWarmMs ?? DEFAULTS.keepWarmMs);
-        return item.response.stopReason;
+        return { stopReason: item.response.stopReason, chunks };
       }
     }
     await this.pool.evict(session);
-    return undefined;
+    return { stopReason: undefined, chunks };
   }
 
   /** A paused turn keeps its agent only until the turn deadline if nobody continues it. */

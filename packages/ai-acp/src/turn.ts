@@ -54,7 +54,11 @@ export class Turn implements TurnSink {
       .untilDeath(this.link.agent.request("session/prompt", { sessionId: this.sessionId, prompt }), "the turn")
       .then(
         (response) => this.push({ kind: "done", response }),
-        (err: unknown) => this.push({ kind: "failed", error: toHarnessError(err, this.link) }),
+        async (err: unknown) => {
+          // The connection can close a moment before the exit status is known.
+          await Promise.race([this.link.death, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+          this.push({ kind: "failed", error: toHarnessError(err, this.link) });
+        },
       );
   }
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { provideSandbox } from "@sandbox-agent/ai-sandbox";
-import type { CapabilityContext, StreamChunk } from "@tanstack/ai";
+import { provideSandbox, withSandbox } from "@sandbox-agent/ai-sandbox";
+import { chat, type CapabilityContext, type StreamChunk } from "@tanstack/ai";
 import { resolveDebugOption } from "@tanstack/ai/adapter-internals";
 import { customs, mockCommand, ofType, proxiedMockCommand, run, testBed, texts, user, type TestBed } from "./helpers.js";
 
@@ -59,7 +59,6 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
     const ctx: CapabilityContext = { capabilities: { markProvided: () => undefined, has: () => true } } as unknown as CapabilityContext;
     provideSandbox(ctx, await bed.sandbox.start());
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 700);
     const chunks: StreamChunk[] = [];
     for await (const chunk of adapter.chatStream({
       model: "m",
@@ -69,6 +68,8 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
       logger: resolveDebugOption(false),
     })) {
       chunks.push(chunk as StreamChunk);
+      // Abort once the permission's tool call is on screen and the handler is waiting.
+      if (ofType(chunks, "TOOL_CALL_START").length === 2) setTimeout(() => controller.abort(), 200);
     }
     const last = terminal(chunks);
     assert.equal(last?.type, "RUN_FINISHED");
@@ -86,8 +87,13 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
     const log = join(bed.root, "abort-chat.log");
     const mock = bed.harness({ command: () => mockCommand("--stdin-log", log) });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 500);
-    await run(bed, mock("m"), "echo started; hang", { abortController: controller });
+    const stream = chat({
+      adapter: mock("m"),
+      messages: [user("echo started; hang")],
+      middleware: [withSandbox(bed.sandbox)],
+      abortController: controller,
+    });
+    for await (const chunk of stream) if (chunk.type === "TEXT_MESSAGE_CONTENT") controller.abort();
     for (let i = 0; i < 50 && !(await readFile(log, "utf8")).includes("session/cancel"); i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

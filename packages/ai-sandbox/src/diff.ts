@@ -4,6 +4,7 @@ import type { SandboxInstance } from "./types.js";
 
 const CONTEXT = 3;
 const MAX_TEXT_BYTES = 1024 * 1024;
+const READ_CONCURRENCY = 8;
 const DEFAULT_EXCLUDE = [".git", "node_modules"];
 
 export interface SnapshotEntry {
@@ -36,15 +37,25 @@ export async function snapshotFiles(
 ): Promise<FileSnapshot> {
   const dir = options.dir ?? instance.workdir;
   const exclude = options.exclude ?? DEFAULT_EXCLUDE;
-  const snapshot = new Map<string, SnapshotEntry>();
-  for (const entry of await instance.files.list(dir, { exclude })) {
-    if (entry.type !== "file") continue;
-    const data = await instance.files.readFile(`${dir}/${entry.path}`);
-    if (data === undefined) continue; // removed while listing
-    const sha256 = createHash("sha256").update(data).digest("hex");
-    snapshot.set(entry.path, { sha256, data: data.byteLength <= MAX_TEXT_BYTES ? data : undefined });
-  }
-  return snapshot;
+  const paths = (await instance.files.list(dir, { exclude }))
+    .filter((e) => e.type === "file")
+    .map((e) => e.path);
+  const entries = new Map<string, SnapshotEntry>();
+  // A few reads in flight: remote providers pay one round trip per file.
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < paths.length) {
+      const path = paths[next++] as string;
+      const data = await instance.files.readFile(`${dir}/${path}`);
+      if (data === undefined) continue; // removed while listing
+      const sha256 = createHash("sha256").update(data).digest("hex");
+      entries.set(path, { sha256, data: data.byteLength <= MAX_TEXT_BYTES ? data : undefined });
+    }
+  };
+  await Promise.all(Array.from({ length: READ_CONCURRENCY }, worker));
+  return new Map(
+    paths.flatMap((path) => (entries.has(path) ? [[path, entries.get(path) as SnapshotEntry]] : [])),
+  );
 }
 
 /** Per-file unified diffs from `before` to `after`, sorted by path; new files and deletions included. */

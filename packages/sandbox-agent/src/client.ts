@@ -8,7 +8,15 @@ import {
   type InstallResult,
 } from "./control-plane.js";
 import { convertError, openConnection, type OpenConnection } from "./connection.js";
-import { agentInfo, metaField, modelList, promptBlocks, sessionList, sessionState } from "./convert.js";
+import {
+  agentInfo,
+  metaField,
+  metadataResult,
+  modelList,
+  promptBlocks,
+  sessionList,
+  sessionState,
+} from "./convert.js";
 import { AgentRequestError, AlreadyConnectedError, NotConnectedError } from "./errors.js";
 import {
   EventHub,
@@ -323,7 +331,7 @@ export class SandboxAgentClient {
   /** Merges keys into the session's metadata (`title`, `model`, `mode` have effects; others are stored). */
   async setMetadata(options: { sessionId: string; metadata: SessionMetadata }): Promise<SessionMetadata> {
     const result = await this.call("setMetadata", (rpc) => rpc.extMethod(`${EXT}set_metadata`, options));
-    return extractMetadata(result);
+    return metadataResult(result);
   }
 
   /** Leaves the session running on the server but stops receiving its events on this connection. */
@@ -399,14 +407,4 @@ export class SandboxAgentClient {
       this.configOptions.set(event.sessionId, event.update.configOptions);
     }
   }
-}
-
-/** `set_metadata` answers with the merged metadata, directly or under `_meta`. */
-function extractMetadata(result: unknown): SessionMetadata {
-  const fromMeta = metadataOf(result);
-  if (Object.keys(fromMeta).length > 0) return fromMeta;
-  const direct = (result as { metadata?: unknown } | null)?.metadata;
-  return direct !== null && typeof direct === "object" && !Array.isArray(direct)
-    ? { ...(direct as SessionMetadata) }
-    : {};
 }

@@ -18,8 +18,8 @@ import { META_KEY, isRecord, metadataOf } from "./metadata.js";
 import type { PermissionDecision, PermissionHandler, PermissionRequest } from "./types.js";
 import { VERSION } from "./version.js";
 
-export const ENDED_METHOD = "_sandboxagent/session/ended";
-export const UNPARSED_METHOD = "_sandboxagent/agent/unparsed";
+const ENDED_METHOD = "_sandboxagent/session/ended";
+const UNPARSED_METHOD = "_sandboxagent/agent/unparsed";
 const UPDATE_METHOD = "session/update";
 const PERMISSION_METHOD = "session/request_permission";
 const RPC_PATH = "/v2/rpc";
@@ -86,7 +86,7 @@ function forwardNotification(envelope: AcpEnvelope, events: EventHub): void {
 }
 
 /** Maps one notification to its event; unknown methods become `notification` events. */
-export function toEvent(method: string, params: unknown): SandboxAgentEvent {
+function toEvent(method: string, params: unknown): SandboxAgentEvent {
   if (!isRecord(params)) return { type: "notification", method, params };
   switch (method) {
     case UPDATE_METHOD: {

@@ -7,6 +7,7 @@ import type {
   ModelList,
   PromptContent,
   SessionList,
+  SessionMetadata,
   SessionState,
   SessionSummary,
 } from "./types.js";
@@ -40,7 +41,7 @@ export function sessionState(sessionId: string, result: SessionSetup | null | un
 
 const SUMMARY_STRINGS = ["agent", "createdAt", "model"] as const;
 
-export function sessionSummary(info: proto.SessionInfo): SessionSummary {
+function sessionSummary(info: proto.SessionInfo): SessionSummary {
   const metadata = metadataOf(info);
   const summary: SessionSummary = { sessionId: info.sessionId, cwd: info.cwd, metadata };
   const title = info.title ?? stringField(metadata, "title");
@@ -93,4 +94,12 @@ export function agentInfo(result: proto.InitializeResponse): AgentInfo {
     features,
     capabilities,
   };
+}
+
+/** `set_metadata` answers with the merged metadata under `_meta`, or directly as `metadata`. */
+export function metadataResult(result: unknown): SessionMetadata {
+  const fromMeta = metadataOf(result);
+  if (Object.keys(fromMeta).length > 0) return fromMeta;
+  const direct = isRecord(result) ? result.metadata : undefined;
+  return isRecord(direct) ? { ...direct } : {};
 }

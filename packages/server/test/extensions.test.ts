@@ -412,6 +412,22 @@ describe("Sandbox extensions", () => {
     }
   });
 
+  it("closing a connection with DELETE marks its sessions ended for other connections", async () => {
+    const first = await RawConnection.open(server, "persisted");
+    const events = await first.openSse();
+    const sessionId = await first.newSession(events);
+    events.close();
+    await first.delete();
+    const second = await RawConnection.open(server, "persisted");
+    const stream = await second.openSse();
+    try {
+      assert.equal(sandboxMeta(await listEntry(second, stream, sessionId)).ended, true);
+    } finally {
+      stream.close();
+      await second.delete();
+    }
+  });
+
   it("metadata and ended outlive the connection: another connection's session/list shows them", async () => {
     const first = await RawConnection.open(server, "persisted");
     const events = await first.openSse();

@@ -1,5 +1,4 @@
 import type { Logger } from "../log.js";
-import type { AgentExit } from "../runtime/agent-process.js";
 import type { ConnectionApi, ConnectionExtension } from "../runtime/extension.js";
 import {
   idKey,
@@ -139,7 +138,7 @@ export class SandboxExtension implements ConnectionExtension {
       record.agentTitle = update.title;
   }
 
-  agentExited(_exit: AgentExit, conn: ConnectionApi): void {
+  sessionsEnded(conn: ConnectionApi): void {
     for (const sessionId of conn.sessionIds) {
       const record = this.store.get(conn.agentId, sessionId);
       if (record) record.ended = true;

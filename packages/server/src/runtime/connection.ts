@@ -241,16 +241,16 @@ export class Connection implements ConnectionApi {
 
   async close(reason: string): Promise<void> {
     if (this.state === "closed") return;
-    const wasInitializing = this.state === "initializing";
+    const previous = this.state;
     this.state = "closed";
+    if (previous === "open") for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
     this.logger.info("connection closed", { connection: shortId(this.id), reason });
     clearTimeout(this.stallTimer);
     clearTimeout(this.endedTimer);
     this.stream?.end();
     for (const s of this.sessionStreams) s.end();
     this.options.onClosed(this);
-    if (!wasInitializing || !this.agent.hasExited)
-      await this.agent.terminate(this.options.limits.killGraceMs);
+    await this.agent.terminate(this.options.limits.killGraceMs);
   }
 
   private onAgentLine(line: string): void {
@@ -393,7 +393,7 @@ export class Connection implements ConnectionApi {
       );
     }
     this.pendingClient.clear();
-    for (const ext of this.options.extensions) ext.agentExited?.(exit, this);
+    for (const ext of this.options.extensions) ext.sessionsEnded?.(this, exit);
     const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
     for (const sessionId of sessions) {
       this.emit({ jsonrpc: "2.0", method: "_sandboxagent/session/ended", params: { sessionId, ...data } });

@@ -42,6 +42,9 @@ export interface ConnectionExtension {
    * sees it (for a request, the extension must answer it with `forward`).
    */
   agentMessage?(message: JsonRpcMessage, conn: ConnectionApi): boolean | void;
-  /** Called once when the agent process is gone, before `_sandboxagent/session/ended` is sent. */
-  agentExited?(exit: AgentExit, conn: ConnectionApi): void;
+  /**
+   * Called once when the connection's sessions end: the agent exited (`exit` set, before
+   * `_sandboxagent/session/ended` is sent) or the connection was closed (DELETE, expiry, shutdown).
+   */
+  sessionsEnded?(conn: ConnectionApi, exit: AgentExit | undefined): void;
 }
