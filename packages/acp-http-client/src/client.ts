@@ -137,34 +137,52 @@ export class AcpHttpClient {
     return result;
   }
 
-  newSession(params: AgentRequestParamsByMethod["session/new"], options?: SendRequestOptions) {
+  newSession(
+    params: AgentRequestParamsByMethod["session/new"],
+    options?: SendRequestOptions,
+  ): Promise<AgentRequestResponsesByMethod["session/new"]> {
     return this.request(methods.agent.session.new, params, options);
   }
 
-  loadSession(params: AgentRequestParamsByMethod["session/load"], options?: SendRequestOptions) {
+  loadSession(
+    params: AgentRequestParamsByMethod["session/load"],
+    options?: SendRequestOptions,
+  ): Promise<AgentRequestResponsesByMethod["session/load"]> {
     return this.request(methods.agent.session.load, params, options);
   }
 
-  prompt(params: AgentRequestParamsByMethod["session/prompt"], options?: SendRequestOptions) {
+  prompt(
+    params: AgentRequestParamsByMethod["session/prompt"],
+    options?: SendRequestOptions,
+  ): Promise<AgentRequestResponsesByMethod["session/prompt"]> {
     return this.request(methods.agent.session.prompt, params, options);
   }
 
-  setSessionMode(params: AgentRequestParamsByMethod["session/set_mode"], options?: SendRequestOptions) {
+  setSessionMode(
+    params: AgentRequestParamsByMethod["session/set_mode"],
+    options?: SendRequestOptions,
+  ): Promise<AgentRequestResponsesByMethod["session/set_mode"]> {
     return this.request(methods.agent.session.setMode, params, options);
   }
 
   setSessionConfigOption(
     params: AgentRequestParamsByMethod["session/set_config_option"],
     options?: SendRequestOptions,
-  ) {
+  ): Promise<AgentRequestResponsesByMethod["session/set_config_option"]> {
     return this.request(methods.agent.session.setConfigOption, params, options);
   }
 
-  listSessions(params: AgentRequestParamsByMethod["session/list"] = {}, options?: SendRequestOptions) {
+  listSessions(
+    params: AgentRequestParamsByMethod["session/list"] = {},
+    options?: SendRequestOptions,
+  ): Promise<AgentRequestResponsesByMethod["session/list"]> {
     return this.request(methods.agent.session.list, params, options);
   }
 
-  resumeSession(params: AgentRequestParamsByMethod["session/resume"], options?: SendRequestOptions) {
+  resumeSession(
+    params: AgentRequestParamsByMethod["session/resume"],
+    options?: SendRequestOptions,
+  ): Promise<AgentRequestResponsesByMethod["session/resume"]> {
     return this.request(methods.agent.session.resume, params, options);
   }
 

@@ -1,15 +1,24 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { SessionNotification } from "@agentclientprotocol/sdk";
+import { waitFor } from "@sandbox-agent/testkit";
 import { AcpHttpClient, AcpRpcError, type AcpEnvelope } from "../src/index.js";
 import { initParams, startOurServer, startSdkServer, text, type TestServer } from "./helpers.js";
 
-const servers: Record<string, () => Promise<TestServer>> = {
-  "our server": startOurServer,
-  "SDK AcpServer": startSdkServer,
-};
+interface Target {
+  label: string;
+  start: () => Promise<TestServer>;
+  sessionStreams: boolean;
+}
 
-for (const [label, start] of Object.entries(servers)) {
+// Our server delivers everything on the connection stream, so it must work without session GETs too.
+const targets: Target[] = [
+  { label: "our server", start: startOurServer, sessionStreams: true },
+  { label: "our server (sessionStreams: false)", start: startOurServer, sessionStreams: false },
+  { label: "SDK AcpServer", start: startSdkServer, sessionStreams: true },
+];
+
+for (const { label, start, sessionStreams } of targets) {
   describe(`AcpHttpClient ↔ ${label}`, { timeout: 60_000 }, () => {
     let server: TestServer;
     const clients: AcpHttpClient[] = [];
@@ -20,7 +29,7 @@ for (const [label, start] of Object.entries(servers)) {
     });
 
     async function connect(): Promise<AcpHttpClient> {
-      const client = new AcpHttpClient({ baseUrl: server.baseUrl, requestTimeoutMs: 20_000 });
+      const client = new AcpHttpClient({ baseUrl: server.baseUrl, requestTimeoutMs: 20_000, sessionStreams });
       clients.push(client);
       await client.initialize(initParams());
       return client;
@@ -77,10 +86,16 @@ for (const [label, start] of Object.entries(servers)) {
         return new Promise<never>(() => undefined); // the user never answers
       });
       const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+      const answers: unknown[] = [];
+      client.onEnvelope(({ direction, message }) => {
+        if (direction === "outbound" && "result" in message) answers.push(message.result);
+      });
       const turn = client.prompt({ sessionId, prompt: text("permission; hang") });
       await asked;
       await client.cancel({ sessionId });
       assert.equal((await turn).stopReason, "cancelled");
+      await waitFor(() => answers.length > 0, 5_000, "the permission answer");
+      assert.deepEqual(answers, [{ outcome: { outcome: "cancelled" } }]);
     });
 
     it("passes extension notifications and requests through", async () => {

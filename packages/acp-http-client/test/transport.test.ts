@@ -120,6 +120,20 @@ describe("transport edge cases (our server)", { timeout: 60_000 }, () => {
     assert.equal(res.status, 404);
   });
 
+  it("closes (with DELETE) when the caller's AbortSignal aborts", async () => {
+    const controller = new AbortController();
+    const acp = new AcpHttpClient({ baseUrl: server.baseUrl, signal: controller.signal });
+    await acp.initialize(initParams());
+    const id = acp.connectionId!;
+    controller.abort();
+    assert.deepEqual(await acp.closed, { kind: "closed" });
+    const res = await fetch(`${server.baseUrl}/v2/rpc`, {
+      headers: { Accept: "text/event-stream", "Acp-Connection-Id": id },
+    });
+    await res.body?.cancel();
+    assert.equal(res.status, 404);
+  });
+
   it("fails clearly with connection lost when the agent exits", async () => {
     const acp = new AcpHttpClient({ baseUrl: server.baseUrl, reconnect: { initialDelayMs: 50 } });
     const notifications: string[] = [];

@@ -19,7 +19,7 @@ export interface LocalProcessSandboxOptions {
 const BASE_VARS = ["PATH", "LANG", "TERM"];
 
 /** The minimal host environment every sandbox process gets; everything else must be declared. */
-export function baseEnv(home: string, tmp: string, inherit: readonly string[] = []): Record<string, string> {
+function baseEnv(home: string, tmp: string, inherit: readonly string[] = []): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (value === undefined) continue;

@@ -7,7 +7,7 @@ const KILL_GRACE_MS = 2000;
 const GONE_POLL_MS = 25;
 
 /** Keeps the last `limit` bytes written to it. */
-export class TailBuffer {
+class TailBuffer {
   private chunks: Buffer[] = [];
   private size = 0;
 

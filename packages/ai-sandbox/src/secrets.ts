@@ -59,10 +59,6 @@ export function revealSecrets(secrets: Secrets | undefined): Record<string, stri
   return Object.fromEntries(VALUES.get(secrets) ?? []);
 }
 
-export function isSecretRef(value: unknown): value is SecretRef {
-  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "secret-ref";
-}
-
 /** @internal Resolve a string-or-ref against the workspace secrets. */
 export function resolveSecretValue(value: string | SecretRef, secrets: Secrets | undefined): string {
   if (typeof value === "string") return value;

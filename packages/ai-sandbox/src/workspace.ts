@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import type { ProviderInstance } from "./provider.js";
 import { revealSecrets, type Secrets } from "./secrets.js";
@@ -75,7 +75,7 @@ export function workspaceEnv(workspace: Workspace | undefined): Record<string, s
   return { ...workspace?.env, ...revealSecrets(workspace?.secrets) };
 }
 
-export const EMPTY_WORKSPACE: ProvisionedWorkspace = Object.freeze({
+const EMPTY_WORKSPACE: ProvisionedWorkspace = Object.freeze({
   mcpServers: [],
   gitSkills: [],
   warnings: [],
@@ -110,7 +110,7 @@ async function importSource(
   try {
     await instance.importDirectory(checkout, dest);
   } finally {
-    await rm(checkout, { recursive: true, force: true });
+    await rm(dirname(checkout), { recursive: true, force: true });
   }
 }
 

@@ -36,7 +36,8 @@ before(async () => {
 after(async () => {
   await definition?.dispose();
   await server?.stop();
-  for (const dir of [workdir, source]) if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const dir of [workdir, source, server?.dataDir])
+    if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Connects an ACP client over `openAcp`, runs one prompt, returns the agent's text chunks. */
@@ -138,7 +139,7 @@ describe("sandbox-agent provider (real server)", { timeout: 30_000 }, () => {
     } finally {
       await mapped.dispose();
       await rooted.stop();
-      rmSync(root, { recursive: true, force: true });
+      for (const dir of [root, rooted.dataDir]) rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { chat } from "@tanstack/ai";
@@ -86,7 +95,9 @@ describe("workspace bootstrap", { timeout: 30_000 }, () => {
     assert.equal(readFileSync(join(source, "lib/a.txt"), "utf8"), "A");
   });
 
-  it("clones a git repository by path, at HEAD or at a ref", async () => {
+  it("clones a git repository by path, at HEAD or at a ref, leaving no clone temp dirs", async () => {
+    const clones = (): string[] => readdirSync(tmpdir()).filter((name) => name.startsWith("sandbox-clone-"));
+    const before = clones();
     const repo = makeRepo();
     const head = await sandbox({
       id: "git-head",
@@ -102,6 +113,7 @@ describe("workspace bootstrap", { timeout: 30_000 }, () => {
     }).start();
     assert.equal(text(await tagged.files.readFile("README.md")), "one\n");
     assert.equal(await tagged.files.readFile("src/app.ts"), undefined);
+    assert.deepEqual(clones(), before);
   });
 
   it("reports a failing clone and a missing source directory clearly", async () => {

@@ -3,7 +3,7 @@ import { serverBin } from "@sandbox-agent/testkit";
 import { e2eDataDir } from "./data-dir.js";
 
 /** The agents `npm run test:agents` installs and drives. */
-export const E2E_AGENTS = ["claude", "codex", "pi"] as const;
+export const E2E_AGENTS = ["claude", "codex", "pi", "gemini", "opencode"] as const;
 
 /**
  * Installs the e2e agents with the real CLI (`sandbox-agent install-agent`) into the e2e data

@@ -10,7 +10,7 @@ import { startFakeModel, type FakeModel } from "./fake-model.js";
 import type { AgentProfile, AgentSetup } from "./profiles.js";
 
 /** What the fake model writes when it calls a file-writing tool. */
-const FAKE_FILE_CONTENT = "hello from the fake model\n";
+export const FAKE_FILE_CONTENT = "hello from the fake model\n";
 const TURN_TIMEOUT_MS = 120_000;
 const CANCEL_DEADLINE_MS = 10_000;
 

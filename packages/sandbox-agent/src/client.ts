@@ -208,7 +208,11 @@ export class SandboxAgentClient {
   // ---- events ------------------------------------------------------------------------------
 
   /** Calls `listener` for every event of `type` (or `"*"` for all). Returns an unsubscribe function. */
-  on<T extends SandboxAgentEventType>(type: T, listener: (event: EventOfType<T>) => void): () => void;
+  on<T extends SandboxAgentEventType>(
+    type: T,
+    listener: (event: EventOfType<T>) => void,
+    filter?: Pick<EventFilter, "sessionId">,
+  ): () => void;
   on(type: "*", listener: (event: SandboxAgentEvent) => void, filter?: EventFilter): () => void;
   on(type: string, listener: (event: never) => void, filter: EventFilter = {}): () => void {
     const types = type === "*" ? filter.types : [type as SandboxAgentEventType];

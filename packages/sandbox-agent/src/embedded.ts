@@ -20,6 +20,8 @@ export interface StartOptions extends Omit<SandboxAgentClientOptions, "baseUrl" 
 /** Information about the server an embedded client started. */
 export interface EmbeddedServer {
   readonly baseUrl: string;
+  /** The generated bearer token, for other clients of this server (e.g. a raw transport). */
+  readonly token: string;
   readonly pid: number | undefined;
   readonly running: boolean;
   /** The server's recent log (stderr). */

@@ -49,13 +49,15 @@ function packageBin(file: string): string | undefined {
 /** A started server; `stop()` terminates its whole process group. */
 export class ServerProcess {
   readonly baseUrl: string;
+  readonly token: string;
   private readonly child: ChildProcess;
   private readonly stderr: () => string;
   private stopping: Promise<void> | undefined;
 
-  private constructor(child: ChildProcess, baseUrl: string, stderr: () => string) {
+  private constructor(child: ChildProcess, baseUrl: string, token: string, stderr: () => string) {
     this.child = child;
     this.baseUrl = baseUrl;
+    this.token = token;
     this.stderr = stderr;
     live.add(this);
     installExitHooks();
@@ -83,7 +85,7 @@ export class ServerProcess {
       .on("data", (d: string) => (tail = (tail + d).slice(-STDERR_TAIL_CHARS)));
     try {
       const baseUrl = await listeningUrl(child, options.startTimeoutMs, () => tail);
-      return new ServerProcess(child, baseUrl, () => tail);
+      return new ServerProcess(child, baseUrl, options.token, () => tail);
     } catch (error) {
       killGroup(child, "SIGKILL");
       throw error;

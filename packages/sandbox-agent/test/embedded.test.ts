@@ -73,6 +73,12 @@ describe("embedded mode", () => {
       assert.match(agent.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
       const anonymous = await fetch(`${agent.baseUrl}/v2/health`);
       assert.equal(anonymous.status, 401, "the server requires the generated token");
+      const authorized = await fetch(`${agent.baseUrl}/v2/health`, {
+        headers: { authorization: `Bearer ${agent.server.token}` },
+      });
+      assert.equal(authorized.status, 200);
+      await authorized.body?.cancel();
+      assert.ok(agent.server.token.length >= 32, "a long random token");
       await anonymous.body?.cancel();
       const events = record(agent);
       const { sessionId } = await agent.newSession({ cwd: "/tmp" });

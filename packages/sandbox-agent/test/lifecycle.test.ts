@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { waitFor } from "@sandbox-agent/testkit";
+import { startServer, waitFor } from "@sandbox-agent/testkit";
 import {
   AlreadyConnectedError,
   NotConnectedError,
   SandboxAgentHttpError,
   type SandboxAgentClient,
 } from "../src/index.js";
-import { healthConnections, useServer } from "./helpers.js";
+import { TOKEN, healthConnections, record, useServer } from "./helpers.js";
 
 const fixture = useServer();
 
@@ -37,6 +37,28 @@ async function assertAllGated(client: SandboxAgentClient): Promise<void> {
 }
 
 describe("connection lifecycle", () => {
+  test("a server that dies fails pending and new calls and reports disconnected", async () => {
+    const doomed = await startServer({ token: TOKEN });
+    try {
+      const client = fixture.client({ baseUrl: doomed.baseUrl });
+      const events = record(client);
+      const { sessionId } = await client.newSession({ cwd: "/tmp" });
+      const pending = client.prompt({ sessionId, prompt: "sleep 60000" });
+      await new Promise((r) => setTimeout(r, 200));
+      doomed.process.kill("SIGKILL");
+      await assert.rejects(client.listSessions(), NotConnectedError);
+      await assert.rejects(pending, NotConnectedError);
+      assert.equal(client.connected, false);
+      const disconnected = events.find((e) => e.type === "disconnected");
+      assert.ok(
+        disconnected?.type === "disconnected" && disconnected.reason === "error",
+        JSON.stringify(disconnected),
+      );
+    } finally {
+      await doomed.stop();
+    }
+  });
+
   test("auto-connects in the constructor; a call made right away waits for the connection", async () => {
     const client = fixture.client();
     assert.equal(client.connected, false, "the handshake cannot have finished synchronously");

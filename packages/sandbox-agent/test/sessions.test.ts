@@ -29,12 +29,17 @@ describe("sessions", () => {
       sessionId: a.sessionId,
       types: ["update", "turnEnded", "disconnected"],
     });
+    const typed: string[] = [];
+    client.on("turnEnded", (event) => typed.push(`${event.sessionId}:${event.stopReason}`), {
+      sessionId: b.sessionId,
+    });
     await client.prompt({ sessionId: b.sessionId, prompt: "echo other" });
     await client.prompt({ sessionId: a.sessionId, prompt: "echo mine" });
     await client.disconnect();
     const seen: SandboxAgentEvent[] = [];
     for await (const event of iterator) seen.push(event);
     assert.deepEqual(messageTexts(seen), ["mine"]);
+    assert.deepEqual(typed, [`${b.sessionId}:end_turn`], "typed callback with a session filter");
     assert.deepEqual(
       seen.map((e) => e.type),
       ["update", "turnEnded", "disconnected"],

@@ -145,6 +145,10 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
     assert.match(agentText(messages, sessionId), /before/);
     const later = await conn.post({ jsonrpc: "2.0", method: "_x" });
     assert.ok([404, 410].includes(later.status));
+    const reconnect = await conn.get({ "last-event-id": sse.lastId()! });
+    assert.equal(reconnect.status, 410, "nothing left to replay: the reconnect says the agent is gone");
+    const body = (await reconnect.json()) as { exit: { code: number } };
+    assert.equal(body.exit.code, 7);
   });
 
   it("T-EXP-04: a non-JSON stdout line is dropped (reported as agent/unparsed); the connection survives", async () => {

@@ -212,6 +212,11 @@ export class Connection implements ConnectionApi {
     return seq;
   }
 
+  /** Whether the agent is gone and a reader at `cursor` (default: never-written events) has nothing left to get. */
+  drained(cursor: number | undefined): boolean {
+    return this.state === "ended" && (cursor ?? this.log.writtenSeq) >= this.log.lastSeq;
+  }
+
   /** Attaches the connection's SSE reader; a reconnect with a cursor takes over from the old one. */
   attach(res: ServerResponse, cursor: number | undefined): void {
     this.lastActivity = Date.now();

@@ -159,6 +159,9 @@ function get({ req, res }: HttpContext, deps: RpcDeps): void {
       "Last-Event-ID is not in this connection's replay log (evicted or foreign); events after it can't be replayed.",
     );
   }
+  if (conn.drained(cursor)) {
+    throw problems.gone("The agent process has exited and every event was delivered.", { exit: conn.exit ?? null });
+  }
   if (cursor === undefined && conn.hasReader) {
     throw problems.conflict("Another reader is attached; reconnect with Last-Event-ID to take over.");
   }
