@@ -79,23 +79,65 @@ describe("filesystem API streaming", () => {
         `${server.baseUrl}/v2/fs/file?path=big/data.bin&parents=true`,
         body.stream,
       );
-      assert.equal(small.status, 201);
-      const declared = await fetch(`${limited.baseUrl}/v2/fs/file?path=too-big.bin`, {
-        method: "PUT",
-        body: new Uint8Array(5000),
+      const uploadRss = uploadPeak();
+      assert.equal(upload.status, 201);
+      assert.equal(((await upload.json()) as { size: number }).size, FILE_SIZE);
+      assert.equal(statSync(path.join(root, "big/data.bin")).size, FILE_SIZE);
+      assert.deepEqual(readdirSync(path.join(root, "big")), ["data.bin"]);
+
+      const downloadPeak = watchRss(pid);
+      const download = await fetch(`${server.baseUrl}/v2/fs/file?path=big/data.bin`);
+      assert.equal(download.status, 200);
+      assert.equal(download.headers.get("content-length"), String(FILE_SIZE));
+      const hash = createHash("sha256");
+      let received = 0;
+      const reader = download.body!.getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        hash.update(next.value);
+        received += next.value.length;
+      }
+      const downloadRss = downloadPeak();
+      assert.equal(received, FILE_SIZE);
+      assert.equal(hash.digest("hex"), body.sha256());
+      for (const [what, peak] of [
+        ["upload", uploadRss],
+        ["download", downloadRss],
+      ] as const) {
+        const growth = peak - baseline;
+        assert.ok(growth < MAX_RSS_GROWTH, `${what} grew RSS by ${(growth / MiB).toFixed(1)} MiB`);
+      }
+
+      const tail = await fetch(`${server.baseUrl}/v2/fs/file?path=big/data.bin`, {
+        headers: { range: `bytes=${FILE_SIZE - MiB}-` },
       });
-      assert.equal(declared.status, 413);
-      assert.equal(declared.headers.get("content-type"), "application/problem+json");
-      // Chunked, so the server only finds out while streaming.
-      const streamed = await putStream(
-        `${limited.baseUrl}/v2/fs/file?path=too-big.bin`,
-        generatedBody(3 * MiB).stream,
-      );
-      assert.equal(streamed.status, 413);
-      assert.equal(existsSync(path.join(root, "too-big.bin")), false);
-      assert.ok(!readdirSync(root).some((name) => name.endsWith(".upload")), "temp file removed");
+      assert.equal(tail.status, 206);
+      const last = Buffer.from(await tail.arrayBuffer());
+      assert.equal(last.length, MiB);
+      assert.equal(last.readUInt32BE(0), FILE_SIZE / MiB - 1);
     },
   );
+
+  it("rejects uploads over --fs-max-upload with 413 and leaves nothing behind", async () => {
+    const small = await fetch(`${limited.baseUrl}/v2/fs/file?path=ok.bin`, {
+      method: "PUT",
+      body: new Uint8Array(1000),
+    });
+    assert.equal(small.status, 201);
+    const declared = await fetch(`${limited.baseUrl}/v2/fs/file?path=too-big.bin`, {
+      method: "PUT",
+      body: new Uint8Array(5000),
+    });
+    assert.equal(declared.status, 413);
+    assert.equal(declared.headers.get("content-type"), "application/problem+json");
+    // Chunked, so the server only finds out while streaming.
+    const streamed = await putStream(
+      `${limited.baseUrl}/v2/fs/file?path=too-big.bin`,
+      generatedBody(3 * MiB).stream,
+    );
+    assert.equal(streamed.status, 413);
+    assert.equal(existsSync(path.join(root, "too-big.bin")), false);
+    assert.ok(!readdirSync(root).some((name) => name.endsWith(".upload")), "temp file removed");
+  });
 
   it("an aborted upload leaves neither the file nor a temp file", async () => {
     const controller = new AbortController();
