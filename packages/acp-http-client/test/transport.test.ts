@@ -9,7 +9,7 @@ import {
   type Stream,
 } from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
-import { startServer } from "@sandbox-agent/testkit";
+import { startServer, waitFor } from "@sandbox-agent/testkit";
 import {
   AcpConnectionLostError,
   AcpHttpClient,
@@ -103,6 +103,8 @@ describe("transport edge cases (our server)", { timeout: 60_000 }, () => {
     await acp.initialize(initParams());
     const { sessionId } = await acp.newSession({ cwd: "/tmp", mcpServers: [] });
     assert.ok(sessionId);
+    // newSession resolved from the SSE response alone; the delayed 202 arrives afterwards.
+    await waitFor(() => order.length === 2, 5000, "the delayed 202");
     assert.deepEqual(order, ["sse-response", "202"]);
     await acp.close();
   });

@@ -6,7 +6,11 @@ import {
   type DefaultMessageMetadataByModality,
   type TextOptions,
 } from "@tanstack/ai";
-import { BaseTextAdapter, type StructuredOutputOptions, type StructuredOutputResult } from "@tanstack/ai/adapters";
+import {
+  BaseTextAdapter,
+  type StructuredOutputOptions,
+  type StructuredOutputResult,
+} from "@tanstack/ai/adapters";
 import type { AcpCompatibleConfig, AcpModelOptions } from "./config.js";
 import { AcpHarnessError } from "./errors.js";
 import { HarnessRunner } from "./runner.js";
@@ -78,15 +82,19 @@ export interface AcpHarness<TModel extends string, TOptions extends object> {
  * Configures an ACP harness once and returns `(model) => adapter`. With
  * `models` declared, unknown model ids are a compile-time error.
  */
-export function acpCompatible<const TModels extends ReadonlyArray<string> = ReadonlyArray<string>, TOptions extends object = Record<never, never>>(
-  config: AcpCompatibleConfig<TModels, TOptions>,
-): AcpHarness<TModels[number], TOptions> {
+export function acpCompatible<
+  const TModels extends ReadonlyArray<string> = ReadonlyArray<string>,
+  TOptions extends object = Record<never, never>,
+>(config: AcpCompatibleConfig<TModels, TOptions>): AcpHarness<TModels[number], TOptions> {
   validate(config);
   // The runner only passes the config's callbacks values of the declared types; erase the generics once here.
   const runner = new HarnessRunner(config as unknown as AcpCompatibleConfig<ReadonlyArray<string>, object>);
   const harness = (model: TModels[number]): AcpTextAdapter<TModels[number], TOptions> => {
     if (config.models && !config.models.includes(model)) {
-      throw new AcpHarnessError("config", `${config.name}: unknown model "${model}" (declared: ${config.models.join(", ")})`);
+      throw new AcpHarnessError(
+        "config",
+        `${config.name}: unknown model "${model}" (declared: ${config.models.join(", ")})`,
+      );
     }
     return new AcpTextAdapter<TModels[number], TOptions>(runner, config.name, model);
   };

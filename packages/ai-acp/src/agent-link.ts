@@ -118,7 +118,10 @@ export class AgentLink {
       "initialize",
     ).catch((err: unknown): never => {
       if (err instanceof AcpHarnessError) throw err;
-      throw new AcpHarnessError("initialize_failed", `${this.options.name}: initialize failed: ${errorMessage(err)}${this.stderrSuffix()}`);
+      throw new AcpHarnessError(
+        "initialize_failed",
+        `${this.options.name}: initialize failed: ${errorMessage(err)}${this.stderrSuffix()}`,
+      );
     });
     // The SDK accepts any version; ACP says a client that cannot speak the answer must disconnect.
     if (init.protocolVersion !== PROTOCOL_VERSION) {
@@ -141,12 +144,16 @@ export class AgentLink {
         `${name}: auth method "${authMethodId}" is not advertised by the agent (advertised: ${advertised.join(", ") || "none"})`,
       );
     }
-    await this.untilDeath(this.agent.request("authenticate", { methodId: authMethodId }), "authenticate").catch(
-      (err: unknown): never => {
-        if (err instanceof AcpHarnessError) throw err;
-        throw new AcpHarnessError("authenticate_failed", `${name}: authenticate failed: ${errorMessage(err)}${this.stderrSuffix()}`);
-      },
-    );
+    await this.untilDeath(
+      this.agent.request("authenticate", { methodId: authMethodId }),
+      "authenticate",
+    ).catch((err: unknown): never => {
+      if (err instanceof AcpHarnessError) throw err;
+      throw new AcpHarnessError(
+        "authenticate_failed",
+        `${name}: authenticate failed: ${errorMessage(err)}${this.stderrSuffix()}`,
+      );
+    });
   }
 
   /** Fails fast with the exit status when the agent dies while we wait. */
@@ -154,7 +161,10 @@ export class AgentLink {
     return Promise.race([
       promise,
       this.death.then((death) => {
-        throw new AcpHarnessError("agent_exited", `${this.options.name}: agent exited during ${what}${describeDeath(death)}`);
+        throw new AcpHarnessError(
+          "agent_exited",
+          `${this.options.name}: agent exited during ${what}${describeDeath(death)}`,
+        );
       }),
     ]);
   }
@@ -168,7 +178,9 @@ export class AgentLink {
       })
       .onRequest("session/request_permission", ({ params, signal }) => {
         const sink = this.sinks.get(params.sessionId);
-        return sink ? sink.onPermission(params, signal).then((outcome) => ({ outcome })) : { outcome: CANCELLED };
+        return sink
+          ? sink.onPermission(params, signal).then((outcome) => ({ outcome }))
+          : { outcome: CANCELLED };
       })
       .onNotification("*", ({ method, params }) => {
         if (method.startsWith("_")) onExtNotification?.({ method, params });

@@ -26,7 +26,8 @@ export class AcpHarnessError extends Error {
 
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
-  if (err && typeof err === "object" && "message" in err && typeof err.message === "string") return err.message;
+  if (err && typeof err === "object" && "message" in err && typeof err.message === "string")
+    return err.message;
   return String(err);
 }
 

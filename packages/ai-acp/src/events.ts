@@ -111,13 +111,23 @@ export class AcpEventMapper {
       this.text = { id: acpId ?? this.options.createId("msg"), acpId };
       this.texts.push({ id: this.text.id, text: "" });
       if (!this.options.holdText) {
-        out.push({ type: EventType.TEXT_MESSAGE_START, messageId: this.text.id, role: "assistant", timestamp: now() });
+        out.push({
+          type: EventType.TEXT_MESSAGE_START,
+          messageId: this.text.id,
+          role: "assistant",
+          timestamp: now(),
+        });
       }
     }
     const current = this.texts[this.texts.length - 1];
     if (current) current.text += content.text;
     if (!this.options.holdText && content.text !== "") {
-      out.push({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text.id, delta: content.text, timestamp: now() });
+      out.push({
+        type: EventType.TEXT_MESSAGE_CONTENT,
+        messageId: this.text.id,
+        delta: content.text,
+        timestamp: now(),
+      });
     }
     return out;
   }
@@ -130,7 +140,12 @@ export class AcpEventMapper {
       const id = acpId ?? this.options.createId("reasoning");
       this.reasoning = { id, acpId };
       out.push({ type: EventType.REASONING_START, messageId: id, timestamp: now() });
-      out.push({ type: EventType.REASONING_MESSAGE_START, messageId: id, role: "reasoning", timestamp: now() });
+      out.push({
+        type: EventType.REASONING_MESSAGE_START,
+        messageId: id,
+        role: "reasoning",
+        timestamp: now(),
+      });
     }
     if (content.text !== "") {
       out.push({
@@ -167,7 +182,7 @@ export class AcpEventMapper {
         // The agent runs its own tools; the engine must never try to execute them.
         metadata: { providerExecuted: true, kind: tool.kind, title: tool.title },
         // All native calls share one slot so a bridged chat() tool call in the same
-        // segment replaces them in the engine's execution list (see mcp-bridge.ts).
+        // segment replaces them in the engine's execution list (see HarnessRunner.bridgedCalls).
         index: 0,
         timestamp: now(),
       } as AdapterChunk,
@@ -197,7 +212,12 @@ export class AcpEventMapper {
     const out: AdapterChunk[] = [];
     if (!tool.argsSent && tool.rawInput !== undefined && !tool.ended) {
       tool.argsSent = true;
-      out.push({ type: EventType.TOOL_CALL_ARGS, toolCallId: tool.id, delta: JSON.stringify(tool.rawInput), timestamp: now() });
+      out.push({
+        type: EventType.TOOL_CALL_ARGS,
+        toolCallId: tool.id,
+        delta: JSON.stringify(tool.rawInput),
+        timestamp: now(),
+      });
     }
     const running = tool.status === "in_progress";
     const done = tool.status === "completed" || tool.status === "failed";
@@ -208,8 +228,11 @@ export class AcpEventMapper {
 
   private endTool(tool: ToolState): AdapterChunk[] {
     tool.ended = true;
-    const input = tool.rawInput !== undefined && typeof tool.rawInput === "object" ? tool.rawInput : undefined;
-    return [{ type: EventType.TOOL_CALL_END, toolCallId: tool.id, ...(input ? { input } : {}), timestamp: now() }];
+    const input =
+      tool.rawInput !== undefined && typeof tool.rawInput === "object" ? tool.rawInput : undefined;
+    return [
+      { type: EventType.TOOL_CALL_END, toolCallId: tool.id, ...(input ? { input } : {}), timestamp: now() },
+    ];
   }
 
   private toolResult(tool: ToolState, status: string): AdapterChunk {
@@ -234,7 +257,9 @@ export class AcpEventMapper {
     if (!this.text) return [];
     const id = this.text.id;
     this.text = undefined;
-    return this.options.holdText ? [] : [{ type: EventType.TEXT_MESSAGE_END, messageId: id, timestamp: now() }];
+    return this.options.holdText
+      ? []
+      : [{ type: EventType.TEXT_MESSAGE_END, messageId: id, timestamp: now() }];
   }
 
   private closeReasoning(): AdapterChunk[] {

@@ -1,4 +1,10 @@
-export { acpCompatible, acpCompatibleText, AcpTextAdapter, type AcpHarness, type AcpInputModalities } from "./adapter.js";
+export {
+  acpCompatible,
+  acpCompatibleText,
+  AcpTextAdapter,
+  type AcpHarness,
+  type AcpInputModalities,
+} from "./adapter.js";
 export type {
   AcpBaseModelOptions,
   AcpCompatibleConfig,
@@ -16,6 +22,10 @@ export type {
   PromptBuilder,
 } from "./config.js";
 export { AcpHarnessError, type AcpErrorCode } from "./errors.js";
-export { startAcpServerInSandbox, type AcpServerHandle, type StartAcpServerOptions } from "./start-acp-server.js";
+export {
+  startAcpServerInSandbox,
+  type AcpServerHandle,
+  type StartAcpServerOptions,
+} from "./start-acp-server.js";
 export { stdioTransport, type StdioTransportOptions } from "./transports/stdio.js";
 export { webSocketTransport, type WebSocketTransportOptions } from "./transports/websocket.js";

@@ -1,5 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { McpServer } from "@agentclientprotocol/sdk";
@@ -87,14 +92,22 @@ export class McpToolBridge {
   }
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, token: string, options: McpBridgeOptions): Promise<void> {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  token: string,
+  options: McpBridgeOptions,
+): Promise<void> {
   if (req.headers.authorization !== `Bearer ${token}`) {
     res.writeHead(401, { "content-type": "application/json" }).end('{"error":"unauthorized"}');
     return;
   }
   // Stateless: one MCP server per HTTP request, so nothing leaks between agents.
   const server = mcpServer(options);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
   res.on("close", () => {
     void transport.close();
     void server.close();

@@ -1,4 +1,8 @@
-import type { PermissionOption, RequestPermissionRequest, RequestPermissionResponse } from "@agentclientprotocol/sdk";
+import type {
+  PermissionOption,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+} from "@agentclientprotocol/sdk";
 import type { PermissionMode } from "./config.js";
 
 export type PermissionOutcome = RequestPermissionResponse["outcome"];
@@ -36,7 +40,10 @@ export function outcomeForApproval(request: RequestPermissionRequest, approved: 
 
 export const CANCELLED: PermissionOutcome = { outcome: "cancelled" };
 
-function select(options: ReadonlyArray<PermissionOption>, kinds: ReadonlyArray<PermissionOption["kind"]>): PermissionOutcome {
+function select(
+  options: ReadonlyArray<PermissionOption>,
+  kinds: ReadonlyArray<PermissionOption["kind"]>,
+): PermissionOutcome {
   for (const kind of kinds) {
     const option = options.find((candidate) => candidate.kind === kind);
     if (option) return { outcome: "selected", optionId: option.optionId };

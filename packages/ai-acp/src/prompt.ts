@@ -11,7 +11,9 @@ import { withOutputSchemaInstruction } from "./structured-output.js";
  */
 export function defaultBuildPrompt(ctx: BuildPromptContext): ContentBlock[] {
   const lastUser = [...ctx.messages].reverse().find((m) => m.role === "user");
-  const earlier = ctx.resumed ? [] : ctx.messages.slice(0, lastUser ? ctx.messages.lastIndexOf(lastUser) : undefined);
+  const earlier = ctx.resumed
+    ? []
+    : ctx.messages.slice(0, lastUser ? ctx.messages.lastIndexOf(lastUser) : undefined);
   const sections: string[] = [];
   if (!ctx.resumed && ctx.systemPrompts.length > 0) sections.push(ctx.systemPrompts.join("\n\n"));
   const transcript = earlier.map(transcriptLine).filter((line) => line !== "");
@@ -26,7 +28,10 @@ export function defaultBuildPrompt(ctx: BuildPromptContext): ContentBlock[] {
  * Drops content the agent did not advertise (`promptCapabilities`), replacing
  * it with a short text note so the prompt stays truthful about what was omitted.
  */
-export function fitToCapabilities(blocks: ContentBlock[], caps: PromptCapabilities | undefined): ContentBlock[] {
+export function fitToCapabilities(
+  blocks: ContentBlock[],
+  caps: PromptCapabilities | undefined,
+): ContentBlock[] {
   return blocks.map((block) => {
     if (block.type === "image" && !caps?.image) return note("an image");
     if (block.type === "audio" && !caps?.audio) return note("an audio clip");

@@ -1,12 +1,25 @@
 import { randomUUID } from "node:crypto";
 import type { PromptResponse } from "@agentclientprotocol/sdk";
 import { getSandbox, snapshotFiles, diffSnapshots, type SandboxInstance } from "@sandbox-agent/ai-sandbox";
-import { EventType, type AdapterYieldChunk, type JSONSchema, type ModelMessage, type TextOptions } from "@tanstack/ai";
+import {
+  EventType,
+  type AdapterYieldChunk,
+  type JSONSchema,
+  type ModelMessage,
+  type TextOptions,
+} from "@tanstack/ai";
 import { DEFAULTS, type AcpCompatibleConfig, type AcpModelOptions } from "./config.js";
 import { AcpHarnessError, errorMessage } from "./errors.js";
 import { AcpEventMapper, custom } from "./events.js";
 import type { BridgeTool, BridgedToolCall } from "./mcp-bridge.js";
-import { allowOutcome, CANCELLED, decideByMode, outcomeForApproval, rejectOutcome, type PermissionOutcome } from "./permissions.js";
+import {
+  allowOutcome,
+  CANCELLED,
+  decideByMode,
+  outcomeForApproval,
+  rejectOutcome,
+  type PermissionOutcome,
+} from "./permissions.js";
 import { defaultBuildPrompt, fitToCapabilities, toBlocks } from "./prompt.js";
 import { SessionPool, type WarmSession } from "./session-pool.js";
 import { acquireSession } from "./session-setup.js";
@@ -42,7 +55,14 @@ export class HarnessRunner {
   constructor(private readonly config: AnyConfig) {}
 
   async *run<TOptions extends object>(model: string, options: Options<TOptions>): Chunks {
-    const ids: RunIds = { model, threadId: options.threadId ?? createId("thread"), runId: options.runId ?? createId("run") };
+    // The engine's middleware context carries the ids of the whole chat() call, which
+    // spans several chatStream calls when a turn pauses for tools.
+    const engine = options.capabilities as { runId?: unknown; threadId?: unknown } | undefined;
+    const ids: RunIds = {
+      model,
+      threadId: options.threadId ?? stringOr(engine?.threadId, createId("thread")),
+      runId: options.runId ?? stringOr(engine?.runId, createId("run")),
+    };
     yield { type: EventType.RUN_STARTED, threadId: ids.threadId, runId: ids.runId, timestamp: Date.now() };
     let session: WarmSession | undefined;
     let paused = false;
@@ -61,7 +81,8 @@ export class HarnessRunner {
       session = acquired.session;
       for (const message of acquired.warnings) yield custom(`${this.config.name}.warning`, { message });
       yield custom(`${this.config.name}.session-id`, { sessionId: session.sessionId });
-      const turn = (await this.continueHeld(session, options)) ?? (await this.startTurn(session, ctx, acquired.resumed));
+      const turn =
+        (await this.continueHeld(session, options)) ?? (await this.startTurn(session, ctx, acquired.resumed));
       paused = yield* this.drive(session, turn, ctx);
     } catch (err) {
       yield runError(err);
@@ -75,7 +96,10 @@ export class HarnessRunner {
   }
 
   /** Continues a turn paused by an earlier call, if this call answers what it waits for. */
-  private async continueHeld<TOptions extends object>(session: WarmSession, options: Options<TOptions>): Promise<Turn | undefined> {
+  private async continueHeld<TOptions extends object>(
+    session: WarmSession,
+    options: Options<TOptions>,
+  ): Promise<Turn | undefined> {
     const turn = session.turn;
     if (!turn || turn.finished) return undefined;
     for (const [approvalId, held] of turn.heldPermissions) {
@@ -94,14 +118,24 @@ export class HarnessRunner {
     // The client moved on without answering: the paused turn is over.
     await this.stopTurn(session, turn);
     if (!this.pool.get(session.key)) {
-      throw new AcpHarnessError("thread_busy", `${this.config.name}: the paused turn did not stop; start the thread again`);
+      throw new AcpHarnessError(
+        "thread_busy",
+        `${this.config.name}: the paused turn did not stop; start the thread again`,
+      );
     }
     return undefined;
   }
 
-  private async startTurn<TOptions extends object>(session: WarmSession, ctx: RunContext<TOptions>, resumed: boolean): Promise<Turn> {
+  private async startTurn<TOptions extends object>(
+    session: WarmSession,
+    ctx: RunContext<TOptions>,
+    resumed: boolean,
+  ): Promise<Turn> {
     if (session.turn && !session.turn.finished) {
-      throw new AcpHarnessError("thread_busy", `${this.config.name}: a turn is already running on this thread`);
+      throw new AcpHarnessError(
+        "thread_busy",
+        `${this.config.name}: a turn is already running on this thread`,
+      );
     }
     const { options, sandbox } = ctx;
     const outputSchema = options.outputSchema as JSONSchema | undefined;
@@ -111,7 +145,12 @@ export class HarnessRunner {
       holdText: outputSchema !== undefined,
       createId,
     });
-    const turn = new Turn(session.link, session.sessionId, mapper, this.config.turnTimeoutMs ?? DEFAULTS.turnTimeoutMs);
+    const turn = new Turn(
+      session.link,
+      session.sessionId,
+      mapper,
+      this.config.turnTimeoutMs ?? DEFAULTS.turnTimeoutMs,
+    );
     const snapshot = this.config.emitDiff ? await snapshotFiles(sandbox, { dir: session.cwd }) : undefined;
     this.turnState.set(turn, { outputSchema, snapshot });
     const build = this.config.buildPrompt ?? defaultBuildPrompt;
@@ -127,7 +166,11 @@ export class HarnessRunner {
   }
 
   /** Streams the turn until it ends or pauses. Returns true when it paused for the client. */
-  private async *drive<TOptions extends object>(session: WarmSession, turn: Turn, ctx: RunContext<TOptions>): AsyncGenerator<AdapterYieldChunk, boolean, undefined> {
+  private async *drive<TOptions extends object>(
+    session: WarmSession,
+    turn: Turn,
+    ctx: RunContext<TOptions>,
+  ): AsyncGenerator<AdapterYieldChunk, boolean, undefined> {
     for (;;) {
       const item = await turn.next(ctx.signal, turn.deadline);
       if (item === "aborted" || item === "timeout") {
@@ -139,17 +182,17 @@ export class HarnessRunner {
           yield* turn.mapper.map(item.update);
           break;
         case "permission":
-          if (ctx.signal?.aborted) {
-            item.resolve(CANCELLED);
-            break;
-          }
           if (yield* this.permission(turn, item, ctx)) {
             this.pauseUntilDeadline(session, turn);
             return true;
           }
           break;
         case "tool":
-          yield* this.bridgedCalls(turn, [item.call, ...turn.drainQueued("tool").map((t) => t.call)], ctx.ids);
+          yield* this.bridgedCalls(
+            turn,
+            [item.call, ...turn.drainQueued("tool").map((t) => t.call)],
+            ctx.ids,
+          );
           this.pauseUntilDeadline(session, turn);
           return true;
         case "done":
@@ -174,7 +217,12 @@ export class HarnessRunner {
     // A custom handler may take long; an abort must still end the turn promptly.
     const decision = await untilAborted(this.decide(turn, item, ctx.options), ctx.signal);
     if (decision === "aborted") {
-      item.resolve(CANCELLED);
+      // Answered with "cancelled" by Turn.cancel, after session/cancel went out.
+      turn.heldPermissions.set(`aborted_${item.request.toolCall.toolCallId}`, {
+        approvalId: "",
+        request: item.request,
+        resolve: item.resolve,
+      });
       return false;
     }
     if (decision !== "ask") {
@@ -190,7 +238,12 @@ export class HarnessRunner {
     yield* turn.mapper.pause(toolCall.toolCallId);
     const toolName = turn.mapper.toolName(toolCall.toolCallId) ?? "tool";
     const input = toolCall.rawInput ?? {};
-    yield custom("approval-requested", { toolCallId: toolCall.toolCallId, toolName, input, approval: { id: approvalId, needsApproval: true } });
+    yield custom("approval-requested", {
+      toolCallId: toolCall.toolCallId,
+      toolName,
+      input,
+      approval: { id: approvalId, needsApproval: true },
+    });
     yield {
       type: EventType.RUN_FINISHED,
       threadId: ctx.ids.threadId,
@@ -238,11 +291,33 @@ export class HarnessRunner {
     yield* turn.mapper.pause(undefined);
     for (const [index, call] of calls.entries()) {
       turn.heldTools.set(call.toolCallId, call);
-      yield { type: EventType.TOOL_CALL_START, toolCallId: call.toolCallId, toolCallName: call.toolName, index, timestamp: Date.now() } as AdapterYieldChunk;
-      yield { type: EventType.TOOL_CALL_ARGS, toolCallId: call.toolCallId, delta: JSON.stringify(call.args), timestamp: Date.now() };
-      yield { type: EventType.TOOL_CALL_END, toolCallId: call.toolCallId, input: call.args, timestamp: Date.now() } as AdapterYieldChunk;
+      yield {
+        type: EventType.TOOL_CALL_START,
+        toolCallId: call.toolCallId,
+        toolCallName: call.toolName,
+        index,
+        timestamp: Date.now(),
+      } as AdapterYieldChunk;
+      yield {
+        type: EventType.TOOL_CALL_ARGS,
+        toolCallId: call.toolCallId,
+        delta: JSON.stringify(call.args),
+        timestamp: Date.now(),
+      };
+      yield {
+        type: EventType.TOOL_CALL_END,
+        toolCallId: call.toolCallId,
+        input: call.args,
+        timestamp: Date.now(),
+      } as AdapterYieldChunk;
     }
-    yield { type: EventType.RUN_FINISHED, threadId: ids.threadId, runId: ids.runId, finishReason: "tool_calls", timestamp: Date.now() } as AdapterYieldChunk;
+    yield {
+      type: EventType.RUN_FINISHED,
+      threadId: ids.threadId,
+      runId: ids.runId,
+      finishReason: "tool_calls",
+      timestamp: Date.now(),
+    } as AdapterYieldChunk;
   }
 
   private async *finish<TOptions extends object>(
@@ -259,7 +334,8 @@ export class HarnessRunner {
     const texts = turn.mapper.agentTexts();
     let failed = false;
     if (state?.outputSchema !== undefined) {
-      const chunks = response.stopReason === "end_turn" ? finishStructuredTurn(texts, ctx.ids) : releaseTexts(texts);
+      const chunks =
+        response.stopReason === "end_turn" ? finishStructuredTurn(texts, ctx.ids) : releaseTexts(texts);
       failed = chunks.some((c) => c.type === EventType.RUN_ERROR);
       yield* chunks;
     }
@@ -268,16 +344,30 @@ export class HarnessRunner {
     if (!failed) yield this.terminal(response, ctx.ids);
   }
 
-  private async fileChanges(sandbox: SandboxInstance, cwd: string, before: NonNullable<TurnState["snapshot"]>): Promise<AdapterYieldChunk[]> {
+  private async fileChanges(
+    sandbox: SandboxInstance,
+    cwd: string,
+    before: NonNullable<TurnState["snapshot"]>,
+  ): Promise<AdapterYieldChunk[]> {
     const after = await snapshotFiles(sandbox, { dir: cwd });
     return diffSnapshots(before, after).map((change) =>
-      custom("file.changed", { type: change.type, path: `${cwd}/${change.path}`, diff: change.diff, timestamp: Date.now() }),
+      custom("file.changed", {
+        type: change.type,
+        path: `${cwd}/${change.path}`,
+        diff: change.diff,
+        timestamp: Date.now(),
+      }),
     );
   }
 
   /** The five ACP stop reasons, each distinguishable on the wire (`result.stopReason`). */
   private terminal(response: PromptResponse, ids: RunIds): AdapterYieldChunk {
-    const base = { threadId: ids.threadId, runId: ids.runId, result: { stopReason: response.stopReason }, timestamp: Date.now() };
+    const base = {
+      threadId: ids.threadId,
+      runId: ids.runId,
+      result: { stopReason: response.stopReason },
+      timestamp: Date.now(),
+    };
     switch (response.stopReason) {
       case "refusal":
         return {
@@ -291,19 +381,37 @@ export class HarnessRunner {
         return { type: EventType.RUN_FINISHED, ...base, finishReason: null } as AdapterYieldChunk;
       case "max_tokens":
       case "max_turn_requests":
-        return { type: EventType.RUN_FINISHED, ...base, finishReason: "length", outcome: { type: "success" } } as AdapterYieldChunk;
+        return {
+          type: EventType.RUN_FINISHED,
+          ...base,
+          finishReason: "length",
+          outcome: { type: "success" },
+        } as AdapterYieldChunk;
       default:
-        return { type: EventType.RUN_FINISHED, ...base, finishReason: "stop", outcome: { type: "success" } } as AdapterYieldChunk;
+        return {
+          type: EventType.RUN_FINISHED,
+          ...base,
+          finishReason: "stop",
+          outcome: { type: "success" },
+        } as AdapterYieldChunk;
     }
   }
 
   /** Abort or turn timeout: cancel the ACP turn, close what is open, end with a terminal event. */
-  private async *interrupted(session: WarmSession, turn: Turn, why: "aborted" | "timeout", ids: RunIds): Chunks {
+  private async *interrupted(
+    session: WarmSession,
+    turn: Turn,
+    why: "aborted" | "timeout",
+    ids: RunIds,
+  ): Chunks {
     const stopped = await this.stopTurn(session, turn);
     yield* stopped.chunks;
     yield* turn.mapper.closeAll(true);
     if (why === "timeout") {
-      throw new AcpHarnessError("turn_timeout", `${this.config.name}: the turn did not finish within ${this.config.turnTimeoutMs ?? DEFAULTS.turnTimeoutMs} ms`);
+      throw new AcpHarnessError(
+        "turn_timeout",
+        `${this.config.name}: the turn did not finish within ${this.config.turnTimeoutMs ?? DEFAULTS.turnTimeoutMs} ms`,
+      );
     }
     yield {
       type: EventType.RUN_FINISHED,
@@ -320,7 +428,10 @@ export class HarnessRunner {
    * agent that does not stop in time is killed and its session dropped.
    * Returns the agent's stop reason when it stopped.
    */
-  private async stopTurn(session: WarmSession, turn: Turn): Promise<{ stopReason: string | undefined; chunks: AdapterYieldChunk[] }> {
+  private async stopTurn(
+    session: WarmSession,
+    turn: Turn,
+  ): Promise<{ stopReason: string | undefined; chunks: AdapterYieldChunk[] }> {
     await turn.cancel();
     const until = Date.now() + DEFAULTS.cancelGraceMs;
     // Updates the agent sends while it winds down still belong to the turn.
@@ -355,7 +466,10 @@ export class HarnessRunner {
 function sandboxOf<TOptions extends object>(options: Options<TOptions>, name: string): SandboxInstance {
   const sandbox = options.capabilities ? getSandbox(options.capabilities, { optional: true }) : undefined;
   if (!sandbox) {
-    throw new AcpHarnessError("config", `${name}: no sandbox; add withSandbox(sandbox) to chat({ middleware })`);
+    throw new AcpHarnessError(
+      "config",
+      `${name}: no sandbox; add withSandbox(sandbox) to chat({ middleware })`,
+    );
   }
   return sandbox;
 }
@@ -373,7 +487,10 @@ function bridgeTools<TOptions extends object>(options: Options<TOptions>): Bridg
   }));
 }
 
-function toolResult(message: ModelMessage): { content: Array<{ type: "text"; text: string }>; isError: boolean } {
+function toolResult(message: ModelMessage): {
+  content: Array<{ type: "text"; text: string }>;
+  isError: boolean;
+} {
   const text = typeof message.content === "string" ? message.content : JSON.stringify(message.content);
   return { content: [{ type: "text", text }], isError: message.error !== undefined || isErrorPayload(text) };
 }
@@ -382,7 +499,12 @@ function toolResult(message: ModelMessage): { content: Array<{ type: "text"; tex
 function isErrorPayload(text: string): boolean {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).join() === "error";
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      !Array.isArray(value) &&
+      Object.keys(value).join() === "error"
+    );
   } catch {
     return false;
   }
@@ -393,13 +515,19 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
   if (signal.aborted) return Promise.resolve("aborted");
   return Promise.race([
     promise,
-    new Promise<"aborted">((resolve) => signal.addEventListener("abort", () => resolve("aborted"), { once: true })),
+    new Promise<"aborted">((resolve) =>
+      signal.addEventListener("abort", () => resolve("aborted"), { once: true }),
+    ),
   ]);
 }
 
 function runError(err: unknown): AdapterYieldChunk {
   const code = err instanceof AcpHarnessError ? err.code : "acp_error";
   return { type: EventType.RUN_ERROR, message: errorMessage(err), code, timestamp: Date.now() };
+}
+
+function stringOr(value: unknown, fallback: string): string {
+  return typeof value === "string" && value !== "" ? value : fallback;
 }
 
 function createId(prefix: string): string {

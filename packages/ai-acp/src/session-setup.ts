@@ -1,7 +1,13 @@
 import type { InitializeResponse, McpServer } from "@agentclientprotocol/sdk";
 import { placeSkills, type SandboxInstance } from "@sandbox-agent/ai-sandbox";
 import { AgentLink } from "./agent-link.js";
-import { DEFAULTS, type AcpCompatibleConfig, type AcpLaunchContext, type AcpModelOptions, type AcpSessionTransport } from "./config.js";
+import {
+  DEFAULTS,
+  type AcpCompatibleConfig,
+  type AcpLaunchContext,
+  type AcpModelOptions,
+  type AcpSessionTransport,
+} from "./config.js";
 import { AcpHarnessError, errorMessage } from "./errors.js";
 import { McpToolBridge, type BridgeTool } from "./mcp-bridge.js";
 import type { SessionPool, WarmSession } from "./session-pool.js";
@@ -66,7 +72,12 @@ async function coldStart<TOptions extends object>(
       ...(bridge ? [bridge.serverEntry(link.init.agentCapabilities?.mcpCapabilities?.http === true)] : []),
       ...supportedServers(sandbox.workspace.mcpServers, link.init),
     ];
-    const opened = await openSession(link, { cwd, mcpServers, sessionId: modelOptions?.sessionId, name: config.name });
+    const opened = await openSession(link, {
+      cwd,
+      mcpServers,
+      sessionId: modelOptions?.sessionId,
+      name: config.name,
+    });
     warnings.push(...opened.warnings);
     const session: WarmSession = {
       key: request.key,
@@ -104,13 +115,19 @@ async function openTransport<TOptions extends object>(
   };
   if (config.openTransport) return config.openTransport(ctx);
   if (request.sandbox.openAcp) {
-    const stream = await request.sandbox.openAcp({ agent: config.name, ...(config.env ? { env: config.env } : {}) });
+    const stream = await request.sandbox.openAcp({
+      agent: config.name,
+      ...(config.env ? { env: config.env } : {}),
+    });
     return { kind: "stream", stream, dispose: () => stream.close() };
   }
   if (!config.command) {
     throw new AcpHarnessError("config", `${config.name}: set \`command\` or \`openTransport\``);
   }
-  return stdioTransport(request.sandbox, config.command(ctx), { cwd, ...(config.env ? { env: config.env } : {}) });
+  return stdioTransport(request.sandbox, config.command(ctx), {
+    cwd,
+    ...(config.env ? { env: config.env } : {}),
+  });
 }
 
 function startBridge<TOptions extends object>(
@@ -162,24 +179,40 @@ async function openSession(
   if (sessionId !== undefined) {
     try {
       if (caps?.loadSession) {
-        await link.untilDeath(link.agent.request("session/load", { sessionId, cwd, mcpServers }), "session/load");
+        await link.untilDeath(
+          link.agent.request("session/load", { sessionId, cwd, mcpServers }),
+          "session/load",
+        );
         return { sessionId, resumed: true, warnings };
       }
       if (caps?.sessionCapabilities?.resume) {
-        await link.untilDeath(link.agent.request("session/resume", { sessionId, cwd, mcpServers }), "session/resume");
+        await link.untilDeath(
+          link.agent.request("session/resume", { sessionId, cwd, mcpServers }),
+          "session/resume",
+        );
         return { sessionId, resumed: true, warnings };
       }
-      warnings.push(`${name}: the agent supports neither session/load nor session/resume; started a new session instead of ${sessionId}`);
+      warnings.push(
+        `${name}: the agent supports neither session/load nor session/resume; started a new session instead of ${sessionId}`,
+      );
     } catch (err) {
       if (link.dead) throw err;
-      warnings.push(`${name}: could not resume session ${sessionId} (${errorMessage(err)}); started a new session`);
+      warnings.push(
+        `${name}: could not resume session ${sessionId} (${errorMessage(err)}); started a new session`,
+      );
     }
   }
   try {
-    const created = await link.untilDeath(link.agent.request("session/new", { cwd, mcpServers }), "session/new");
+    const created = await link.untilDeath(
+      link.agent.request("session/new", { cwd, mcpServers }),
+      "session/new",
+    );
     return { sessionId: created.sessionId, resumed: false, warnings };
   } catch (err) {
     if (err instanceof AcpHarnessError) throw err;
-    throw new AcpHarnessError("session_failed", `${name}: session/new failed: ${errorMessage(err)}${link.stderrSuffix()}`);
+    throw new AcpHarnessError(
+      "session_failed",
+      `${name}: session/new failed: ${errorMessage(err)}${link.stderrSuffix()}`,
+    );
   }
 }

@@ -69,18 +69,26 @@ async function waitForReady(proc: SandboxProcess, timeoutMs: number, signal?: Ab
   const decoder = new TextDecoder();
   let buffered = "";
   const failure = new Promise<never>((_, reject) => {
-    const timer = setTimeout(() => reject(new Error(`ACP server not ready after ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`ACP server not ready after ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     timer.unref();
     signal?.addEventListener("abort", () => reject(new Error("aborted while starting the ACP server")), {
       once: true,
     });
     void proc.exited.then(({ code, signal: sig }) =>
-      reject(new Error(`ACP server exited before ready (code ${code}, signal ${sig}): ${proc.stderrTail().slice(-2000)}`)),
+      reject(
+        new Error(
+          `ACP server exited before ready (code ${code}, signal ${sig}): ${proc.stderrTail().slice(-2000)}`,
+        ),
+      ),
     );
   });
   for (;;) {
     const chunk = await Promise.race([reader.read(), failure]);
-    if (chunk.done) throw new Error(`ACP server closed stdout before ready: ${proc.stderrTail().slice(-2000)}`);
+    if (chunk.done)
+      throw new Error(`ACP server closed stdout before ready: ${proc.stderrTail().slice(-2000)}`);
     buffered += decoder.decode(chunk.value, { stream: true });
     const match = new RegExp(`^${READY_MARKER} (\\d+)$`, "m").exec(buffered);
     if (match?.[1]) {

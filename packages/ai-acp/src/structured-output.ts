@@ -30,7 +30,12 @@ export function finishStructuredTurn(texts: ReadonlyArray<AgentText>, ids: RunId
   const last = texts[texts.length - 1];
   const out: AdapterYieldChunk[] = texts.slice(0, -1).flatMap((text) => textMessage(text));
   if (!last || last.text.trim() === "") {
-    out.push(runError("The agent produced no text to parse as structured output", "structured-output-missing-result"));
+    out.push(
+      runError(
+        "The agent produced no text to parse as structured output",
+        "structured-output-missing-result",
+      ),
+    );
     return out;
   }
   let object: unknown;

@@ -13,7 +13,12 @@ import { CANCELLED, type PermissionOutcome } from "./permissions.js";
 
 export type TurnItem =
   | { kind: "update"; update: SessionUpdate }
-  | { kind: "permission"; request: RequestPermissionRequest; signal: AbortSignal; resolve: (o: PermissionOutcome) => void }
+  | {
+      kind: "permission";
+      request: RequestPermissionRequest;
+      signal: AbortSignal;
+      resolve: (o: PermissionOutcome) => void;
+    }
   | { kind: "tool"; call: BridgedToolCall }
   | { kind: "done"; response: PromptResponse }
   | { kind: "failed"; error: AcpHarnessError };
@@ -51,7 +56,10 @@ export class Turn implements TurnSink {
   start(prompt: ContentBlock[]): void {
     this.link.attach(this.sessionId, this);
     this.link
-      .untilDeath(this.link.agent.request("session/prompt", { sessionId: this.sessionId, prompt }), "the turn")
+      .untilDeath(
+        this.link.agent.request("session/prompt", { sessionId: this.sessionId, prompt }),
+        "the turn",
+      )
       .then(
         (response) => this.push({ kind: "done", response }),
         async (err: unknown) => {
@@ -80,9 +88,10 @@ export class Turn implements TurnSink {
   /** Next item, or undefined when `signal` aborts or `until` passes first. */
   async next(signal: AbortSignal | undefined, until: number): Promise<TurnItem | "aborted" | "timeout"> {
     for (;;) {
+      // An abort wins over queued output; whatever is queued is read while the turn winds down.
+      if (signal?.aborted) return "aborted";
       const item = this.items.shift();
       if (item) return item;
-      if (signal?.aborted) return "aborted";
       const remaining = until - Date.now();
       if (remaining <= 0) return "timeout";
       const outcome = await new Promise<"wake" | "aborted" | "timeout">((resolve) => {
@@ -104,7 +113,7 @@ export class Turn implements TurnSink {
   /** Items already queued, without waiting (to batch concurrent tool calls). */
   drainQueued<K extends TurnItem["kind"]>(kind: K): Array<Extract<TurnItem, { kind: K }>> {
     const taken: Array<Extract<TurnItem, { kind: K }>> = [];
-    for (let i = 0; i < this.items.length; ) {
+    for (let i = 0; i < this.items.length;) {
       const item = this.items[i];
       if (item?.kind === kind) {
         taken.push(item as Extract<TurnItem, { kind: K }>);
@@ -118,12 +127,13 @@ export class Turn implements TurnSink {
   async cancel(): Promise<void> {
     if (this.cancelSent || this.finished) return;
     this.cancelSent = true;
+    // Cancel first: an agent that sees a permission answer before the cancel would carry on.
+    await this.link.agent.notify("session/cancel", { sessionId: this.sessionId }).catch(() => undefined);
     for (const held of this.heldPermissions.values()) held.resolve(CANCELLED);
     this.heldPermissions.clear();
     for (const item of this.drainQueued("permission")) item.resolve(CANCELLED);
     for (const call of this.heldTools.values()) call.fail("The turn was cancelled");
     this.heldTools.clear();
-    await this.link.agent.notify("session/cancel", { sessionId: this.sessionId }).catch(() => undefined);
   }
 
   finish(): void {
@@ -140,6 +150,10 @@ export class Turn implements TurnSink {
 function toHarnessError(err: unknown, link: AgentLink): AcpHarnessError {
   if (err instanceof AcpHarnessError) return err;
   const death = link.dead;
-  if (death) return new AcpHarnessError("agent_exited", `agent exited during the turn${describeDeath(death)}`);
-  return new AcpHarnessError("prompt_failed", `session/prompt failed: ${errorMessage(err)}${link.stderrSuffix()}`);
+  if (death)
+    return new AcpHarnessError("agent_exited", `agent exited during the turn${describeDeath(death)}`);
+  return new AcpHarnessError(
+    "prompt_failed",
+    `session/prompt failed: ${errorMessage(err)}${link.stderrSuffix()}`,
+  );
 }

@@ -25,7 +25,9 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     assert.ok(start, "a tool call was streamed");
     assert.equal(ofType(chunks, "TOOL_CALL_RESULT")[0]?.toolCallId, start.toolCallId);
     assert.deepEqual(
-      (customs(chunks, "mock.plan")[0] as { entries: Array<{ content: string }> }).entries.map((e) => e.content),
+      (customs(chunks, "mock.plan")[0] as { entries: Array<{ content: string }> }).entries.map(
+        (e) => e.content,
+      ),
       ["a", "b"],
     );
     const [session] = customs(chunks, "mock.session-id") as Array<{ sessionId: string }>;
@@ -37,8 +39,18 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
   it("passes @ag-ui/client verifyEvents (no TOOL_CALL_ARGS after TOOL_CALL_END)", async () => {
     const mock = bed.harness();
     const chunks = await run(bed, mock("m"), "messages; tool edit a; fail-tool b; think x; echo done");
-    const verified = await lastValueFrom(from(chunks as unknown as BaseEvent[]).pipe(verifyEvents(), toArray()));
+    const verified = await lastValueFrom(
+      from(chunks as unknown as BaseEvent[]).pipe(verifyEvents(), toArray()),
+    );
     assert.equal(verified.length, chunks.length);
+  });
+
+  it("survives unknown update variants and hands vendor notifications to onExtNotification", async () => {
+    const seen: Array<{ method: string; params: unknown }> = [];
+    const mock = bed.harness({ onExtNotification: (n) => seen.push(n) });
+    const chunks = await run(bed, mock("m"), 'unknown-update; ext _mock/ping {"n":1}; echo still here');
+    assert.equal(texts(chunks), "still here");
+    assert.deepEqual(seen, [{ method: "_mock/ping", params: { n: 1 } }]);
   });
 
   it("renders two ACP messageIds as two text messages", async () => {
@@ -67,7 +79,10 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     for (const reason of ["end_turn", "max_tokens", "max_turn_requests", "cancelled"]) {
       const chunk = await terminal(reason);
       assert.equal(chunk?.type, "RUN_FINISHED", reason);
-      const { result, metadata } = chunk as { result: { stopReason: string }; metadata?: { tanstack?: { finishReason?: string | null } } };
+      const { result, metadata } = chunk as {
+        result: { stopReason: string };
+        metadata?: { tanstack?: { finishReason?: string | null } };
+      };
       assert.equal(result.stopReason, reason);
       // The engine moves the non-spec finishReason under metadata.tanstack.
       seen.set(reason, String(metadata?.tanstack?.finishReason));
@@ -96,7 +111,10 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     const chunks: StreamChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk as StreamChunk);
     assert.ok(!texts(chunks).includes('"oneLiner"'), "raw JSON is not streamed as text");
-    assert.deepEqual((customs(chunks, "structured-output.complete")[0] as { object: unknown }).object, { name: "acp", oneLiner: "x" });
+    assert.deepEqual((customs(chunks, "structured-output.complete")[0] as { object: unknown }).object, {
+      name: "acp",
+      oneLiner: "x",
+    });
   });
 
   it("keeps the agent process warm across two turns of one thread (same pid)", async () => {
@@ -105,11 +123,16 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     const first = await run(bed, mock("m"), "echo one", { threadId: "warm-thread" });
     const second = await run(bed, mock("m"), "echo two", { threadId: "warm-thread" });
     assert.equal(texts(second), "two");
-    const session = (chunks: StreamChunk[]): string => (customs(chunks, "mock.session-id")[0] as { sessionId: string }).sessionId;
+    const session = (chunks: StreamChunk[]): string =>
+      (customs(chunks, "mock.session-id")[0] as { sessionId: string }).sessionId;
     assert.equal(session(first), session(second), "same ACP session");
     const lines = (await readFile(pids, "utf8")).trim().split("\n");
     assert.equal(lines.length, 1, "one agent process served both turns");
     await run(bed, mock("m"), "echo three", { threadId: "other-thread" });
-    assert.equal((await readFile(pids, "utf8")).trim().split("\n").length, 2, "another thread gets its own process");
+    assert.equal(
+      (await readFile(pids, "utf8")).trim().split("\n").length,
+      2,
+      "another thread gets its own process",
+    );
   });
 });

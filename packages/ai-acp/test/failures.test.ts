@@ -5,10 +5,22 @@ import { after, before, describe, it } from "node:test";
 import { provideSandbox, withSandbox } from "@sandbox-agent/ai-sandbox";
 import { chat, type CapabilityContext, type StreamChunk } from "@tanstack/ai";
 import { resolveDebugOption } from "@tanstack/ai/adapter-internals";
-import { customs, mockCommand, ofType, proxiedMockCommand, run, testBed, texts, user, type TestBed } from "./helpers.js";
+import {
+  customs,
+  mockCommand,
+  ofType,
+  proxiedMockCommand,
+  run,
+  testBed,
+  texts,
+  user,
+  type TestBed,
+} from "./helpers.js";
 
 function terminal(chunks: StreamChunk[]): Record<string, unknown> | undefined {
-  return chunks.filter((c) => c.type === "RUN_ERROR" || c.type === "RUN_FINISHED").at(-1) as unknown as Record<string, unknown>;
+  return chunks
+    .filter((c) => c.type === "RUN_ERROR" || c.type === "RUN_FINISHED")
+    .at(-1) as unknown as Record<string, unknown>;
 }
 
 describe("failures are reported, bounded and never silent", { timeout: 60_000 }, () => {
@@ -56,7 +68,9 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
       onPermissionRequest: () => new Promise(() => undefined), // a human who never answers
     });
     const adapter = mock("m");
-    const ctx: CapabilityContext = { capabilities: { markProvided: () => undefined, has: () => true } } as unknown as CapabilityContext;
+    const ctx: CapabilityContext = {
+      capabilities: { markProvided: () => undefined, has: () => true },
+    } as unknown as CapabilityContext;
     provideSandbox(ctx, await bed.sandbox.start());
     const controller = new AbortController();
     const chunks: StreamChunk[] = [];
@@ -101,7 +115,9 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
   });
 
   it("a failed resume is visible as a warning and the turn still runs", async () => {
-    const chunks = await run(bed, bed.harness()("m"), "echo fresh", { modelOptions: { sessionId: "no-such-session" } });
+    const chunks = await run(bed, bed.harness()("m"), "echo fresh", {
+      modelOptions: { sessionId: "no-such-session" },
+    });
     const warnings = customs(chunks, "mock.warning") as Array<{ message: string }>;
     assert.match(warnings[0]?.message ?? "", /could not resume session no-such-session/);
     assert.equal(texts(chunks), "fresh");
@@ -113,7 +129,10 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
     const env = { MOCK_AGENT_STATE_DIR: state };
     const first = await run(bed, bed.harness({ env })("m"), "echo one");
     const sessionId = (customs(first, "mock.session-id")[0] as { sessionId: string }).sessionId;
-    const noLoad = bed.harness({ env, command: () => proxiedMockCommand({ loadSession: false }, "--stdin-log", log) });
+    const noLoad = bed.harness({
+      env,
+      command: () => proxiedMockCommand({ loadSession: false }, "--stdin-log", log),
+    });
     const second = await run(bed, noLoad("m"), "echo two", { modelOptions: { sessionId } });
     assert.deepEqual(customs(second, "mock.warning"), []);
     assert.equal((customs(second, "mock.session-id")[0] as { sessionId: string }).sessionId, sessionId);
@@ -127,7 +146,9 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
     const messages = [{ role: "user", content: [{ type: "text", content: "blocks" }, image] }];
     const withImage = await run(bed, bed.harness()("m"), "", { messages });
     assert.match(texts(withImage), /blocks: text, image\(image\/png\)/);
-    const noImages = bed.harness({ command: () => proxiedMockCommand({ promptCapabilities: { image: false } }) });
+    const noImages = bed.harness({
+      command: () => proxiedMockCommand({ promptCapabilities: { image: false } }),
+    });
     const without = await run(bed, noImages("m"), "", { messages });
     assert.doesNotMatch(texts(without), /image\(/);
     assert.match(texts(without), /blocks: text, text/);
@@ -146,13 +167,24 @@ describe("failures are reported, bounded and never silent", { timeout: 60_000 },
   });
 
   it("authMode api-key calls authenticate with authMethodId; host skips it", async () => {
-    const ok = bed.harness({ authMethodId: "mock-api-key", env: { MOCK_API_KEY: "k", MOCK_REQUIRE_AUTH: "1" } });
+    const ok = bed.harness({
+      authMethodId: "mock-api-key",
+      env: { MOCK_API_KEY: "k", MOCK_REQUIRE_AUTH: "1" },
+    });
     assert.equal(texts(await run(bed, ok("m"), "echo authed")), "authed");
     const missingKey = bed.harness({ authMethodId: "mock-api-key" });
     assert.equal(terminal(await run(bed, missingKey("m"), "echo x"))?.code, "authenticate_failed");
     const unknown = bed.harness({ authMethodId: "nope" });
     assert.equal(terminal(await run(bed, unknown("m"), "echo x"))?.code, "auth_method_unknown");
-    const host = bed.harness({ authMode: "host", authMethodId: "mock-api-key", env: { MOCK_REQUIRE_AUTH: "1" } });
-    assert.equal(terminal(await run(bed, host("m"), "echo x"))?.code, "session_failed", "no authenticate was sent");
+    const host = bed.harness({
+      authMode: "host",
+      authMethodId: "mock-api-key",
+      env: { MOCK_REQUIRE_AUTH: "1" },
+    });
+    assert.equal(
+      terminal(await run(bed, host("m"), "echo x"))?.code,
+      "session_failed",
+      "no authenticate was sent",
+    );
   });
 });

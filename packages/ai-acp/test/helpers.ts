@@ -2,7 +2,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defineSandbox, localProcessSandbox, withSandbox, type SandboxDefinition } from "@sandbox-agent/ai-sandbox";
+import {
+  defineSandbox,
+  localProcessSandbox,
+  withSandbox,
+  type SandboxDefinition,
+  type Workspace,
+} from "@sandbox-agent/ai-sandbox";
 import { mockAgentBin } from "@sandbox-agent/testkit";
 import { chat, type StreamChunk } from "@tanstack/ai";
 import { acpCompatible, type AcpCompatibleConfig } from "../src/index.js";
@@ -17,7 +23,9 @@ export function mockCommand(...flags: string[]): string {
 /** The mock behind a proxy that rewrites its advertised capabilities (see capability-proxy.ts). */
 export function proxiedMockCommand(overrides: Record<string, unknown>, ...flags: string[]): string {
   const proxy = fileURLToPath(new URL("./capability-proxy.js", import.meta.url));
-  return [process.execPath, proxy, JSON.stringify(overrides), process.execPath, mockAgentBin, ...flags].map(quote).join(" ");
+  return [process.execPath, proxy, JSON.stringify(overrides), process.execPath, mockAgentBin, ...flags]
+    .map(quote)
+    .join(" ");
 }
 
 export function quote(value: string): string {
@@ -32,9 +40,13 @@ export interface TestBed {
   close(): Promise<void>;
 }
 
-export async function testBed(id: string): Promise<TestBed> {
+export async function testBed(id: string, workspace?: Workspace): Promise<TestBed> {
   const root = await mkdtemp(join(tmpdir(), "ai-acp-"));
-  const sandbox = defineSandbox({ id, provider: localProcessSandbox({ root }) });
+  const sandbox = defineSandbox({
+    id,
+    provider: localProcessSandbox({ root }),
+    ...(workspace ? { workspace } : {}),
+  });
   const harnesses: Array<{ dispose(): Promise<void> }> = [];
   return {
     sandbox,
@@ -82,7 +94,9 @@ export function texts(chunks: ReadonlyArray<StreamChunk>): string {
 }
 
 export function customs(chunks: ReadonlyArray<StreamChunk>, name: string): unknown[] {
-  return chunks.filter((c) => c.type === "CUSTOM" && c.name === name).map((c) => (c as { value: unknown }).value);
+  return chunks
+    .filter((c) => c.type === "CUSTOM" && c.name === name)
+    .map((c) => (c as { value: unknown }).value);
 }
 
 /** Chunks of one event type, as plain records (tests read fields by name). */

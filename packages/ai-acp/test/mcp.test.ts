@@ -48,7 +48,9 @@ describe("chat() tools bridged to the agent over MCP", { timeout: 60_000 }, () =
 
   it("falls back to a stdio MCP server when mcpCapabilities.http is not advertised", async () => {
     const log = join(bed.root, "mcp-stdio.log");
-    const mock = bed.harness({ command: () => proxiedMockCommand({ mcpCapabilities: { http: false } }, "--stdin-log", log) });
+    const mock = bed.harness({
+      command: () => proxiedMockCommand({ mcpCapabilities: { http: false } }, "--stdin-log", log),
+    });
     const chunks = await run(bed, mock("m"), 'mcp add {"a":4,"b":5}', { tools: [add] });
     assert.match(texts(chunks), /mcp result: \{"sum":9\}/);
     const sent = await readFile(log, "utf8");
@@ -62,16 +64,30 @@ describe("chat() tools bridged to the agent over MCP", { timeout: 60_000 }, () =
     const threadId = "mcp-approval";
     processor.addUserMessage('mcp deploy {"target":"prod"}');
     const first: StreamChunk[] = [];
-    for await (const chunk of chat({ adapter: mock("m"), messages: processor.getMessages(), threadId, tools: [deploy], middleware: [withSandbox(bed.sandbox)] })) {
+    for await (const chunk of chat({
+      adapter: mock("m"),
+      messages: processor.getMessages(),
+      threadId,
+      tools: [deploy],
+      middleware: [withSandbox(bed.sandbox)],
+    })) {
       first.push(chunk);
       processor.processChunk(chunk);
     }
-    const finished = first.filter((c) => c.type === "RUN_FINISHED").at(-1) as unknown as { outcome: { type: string; interrupts: Array<{ id: string }> } };
+    const finished = first.filter((c) => c.type === "RUN_FINISHED").at(-1) as unknown as {
+      outcome: { type: string; interrupts: Array<{ id: string }> };
+    };
     assert.equal(finished.outcome.type, "interrupt");
     assert.doesNotMatch(texts(first), /mcp result/);
     processor.addToolApprovalResponse(finished.outcome.interrupts[0]?.id ?? "", true);
     const second: StreamChunk[] = [];
-    for await (const chunk of chat({ adapter: mock("m"), messages: processor.getMessages(), threadId, tools: [deploy], middleware: [withSandbox(bed.sandbox)] })) {
+    for await (const chunk of chat({
+      adapter: mock("m"),
+      messages: processor.getMessages(),
+      threadId,
+      tools: [deploy],
+      middleware: [withSandbox(bed.sandbox)],
+    })) {
       second.push(chunk);
     }
     assert.match(texts(second), /mcp result: \{"deployed":"prod"\}/);

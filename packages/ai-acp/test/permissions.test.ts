@@ -27,7 +27,10 @@ describe("permissions", { timeout: 60_000 }, () => {
     const sandbox = await bed.sandbox.start();
     assert.equal(Buffer.from((await sandbox.files.readFile("notes/a.txt")) ?? []).toString(), "hello");
     // An execute-kind request whose title claims to be an edit stays rejected.
-    assert.match(texts(await run(bed, mock("m"), "permission edit file notes/a.txt")), /selected reject_once/);
+    assert.match(
+      texts(await run(bed, mock("m"), "permission edit file notes/a.txt")),
+      /selected reject_once/,
+    );
   });
 
   it("onPermissionRequest wins over the mode and sees the tool kind", async () => {
@@ -46,7 +49,11 @@ describe("permissions", { timeout: 60_000 }, () => {
 
   it("interactive: the turn pauses until the client answers, then continues with the answer", async () => {
     const log = join(bed.root, "interactive.log");
-    const mock = bed.harness({ permissions: "interactive", permissionMode: "default", command: () => mockCommand("--stdin-log", log) });
+    const mock = bed.harness({
+      permissions: "interactive",
+      permissionMode: "default",
+      command: () => mockCommand("--stdin-log", log),
+    });
     const processor = new StreamProcessor();
     const threadId = "interactive-thread";
     processor.addUserMessage("echo before; permission deploy; echo after");

@@ -19,11 +19,21 @@ describe("transports and delivery", { timeout: 60_000 }, () => {
     const servers: Array<{ dispose(): Promise<void> }> = [];
     const mock = bed.harness({
       openTransport: async ({ sandbox, harnessCwd, signal }) => {
-        const server = await startAcpServerInSandbox(sandbox, { command: mockCommand(), cwd: harnessCwd, signal });
+        const server = await startAcpServerInSandbox(sandbox, {
+          command: mockCommand(),
+          cwd: harnessCwd,
+          signal,
+        });
         servers.push(server);
         assert.match(server.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
         const ws = await server.connect(signal);
-        return { ...ws, dispose: async () => { await ws.dispose(); await server.dispose(); } };
+        return {
+          ...ws,
+          dispose: async () => {
+            await ws.dispose();
+            await server.dispose();
+          },
+        };
       },
     });
     const chunks = await run(bed, mock("m"), "echo over websocket; tool read x");
@@ -38,7 +48,13 @@ describe("transports and delivery", { timeout: 60_000 }, () => {
       openTransport: async ({ sandbox, signal }) => {
         const server = await startAcpServerInSandbox(sandbox, { command: mockCommand(), signal });
         const ws = await server.connect(signal);
-        return { ...ws, dispose: async () => { await ws.dispose(); await server.dispose(); } };
+        return {
+          ...ws,
+          dispose: async () => {
+            await ws.dispose();
+            await server.dispose();
+          },
+        };
       },
     });
     const chunks = await run(bed, mock("m"), "echo x; crash 4");
@@ -56,10 +72,19 @@ describe("transports and delivery", { timeout: 60_000 }, () => {
           req.on("data", (c: Buffer) => (data += c.toString()));
           req.on("end", () => resolve(data));
         });
-        const request = new Request("http://local/api/chat", { method: "POST", body, headers: { "content-type": "application/json" } });
+        const request = new Request("http://local/api/chat", {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json" },
+        });
         const params = await chatParamsFromRequest(request);
         const response = toServerSentEventsResponse(
-          chat({ adapter: mock("m"), messages: params.messages, threadId: params.threadId, middleware: [withSandbox(bed.sandbox)] }),
+          chat({
+            adapter: mock("m"),
+            messages: params.messages,
+            threadId: params.threadId,
+            middleware: [withSandbox(bed.sandbox)],
+          }),
         );
         res.writeHead(response.status, Object.fromEntries(response.headers));
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
@@ -69,14 +94,22 @@ describe("transports and delivery", { timeout: 60_000 }, () => {
     await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
     try {
       const { port } = http.address() as AddressInfo;
-      const client = new ChatClient({ connection: fetchServerSentEvents(`http://127.0.0.1:${port}/api/chat`) });
+      const client = new ChatClient({
+        connection: fetchServerSentEvents(`http://127.0.0.1:${port}/api/chat`),
+      });
       await client.sendMessage("echo via sse; tool read notes; think hmm");
       const assistant = client.getMessages().find((m) => m.role === "assistant");
       assert.ok(assistant, "the client rebuilt an assistant message");
       const text = assistant.parts.find((p) => p.type === "text");
       assert.equal(text?.type === "text" ? text.content : undefined, "via sse");
-      assert.ok(assistant.parts.some((p) => p.type === "tool-call"), "tool call part");
-      assert.ok(assistant.parts.some((p) => p.type === "thinking"), "reasoning part");
+      assert.ok(
+        assistant.parts.some((p) => p.type === "tool-call"),
+        "tool call part",
+      );
+      assert.ok(
+        assistant.parts.some((p) => p.type === "thinking"),
+        "reasoning part",
+      );
     } finally {
       http.closeAllConnections();
       await new Promise((resolve) => http.close(resolve));

@@ -279,7 +279,14 @@ function optionalSteps(profile: AgentProfile, first: First, open: () => Promise<
         const broken = profile.knownBroken?.[method];
         if (broken) return t.skip(broken);
         const fresh = await open();
-        await fresh.ctx.request(method, { sessionId: session.sessionId, cwd, mcpServers: [] });
+        const params = { sessionId: session.sessionId, cwd, mcpServers: [] };
+        // opencode's backend sometimes is not up when a fresh process gets its first session request and
+        // answers -32603 "OpenCode service failure"; one retry after a pause tells that from a real failure.
+        await fresh.ctx.request(method, params).catch(async (error: { code?: number }) => {
+          if (error.code !== -32603) throw error;
+          await new Promise((r) => setTimeout(r, 3000));
+          return fresh.ctx.request(method, params);
+        });
         if (method === "session/load") {
           assert.ok(
             fresh.updates.some(

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { AGENT_COMMANDS_HELP, installAgentCommand, listAgentsCommand } from "./agents/commands.js";
 import { ConfigError, defaultDataDir, loadConfigFile, type ConfigFile } from "./config.js";
@@ -80,7 +80,9 @@ async function serverCommand(argv: string[]): Promise<void> {
     fail(`refusing to listen on ${host} without --token (pass --no-token to accept the risk)`);
   }
   const fsRoot = values["fs-root"];
-  if (fsRoot !== undefined && !existsSync(fsRoot)) fail(`--fs-root ${fsRoot} does not exist`);
+  if (fsRoot !== undefined && !statSync(fsRoot, { throwIfNoEntry: false })?.isDirectory()) {
+    fail(`--fs-root ${fsRoot} is not a directory`);
+  }
   const fsMaxUpload = values["fs-max-upload"] === undefined ? undefined : Number(values["fs-max-upload"]);
   if (fsMaxUpload !== undefined && !(Number.isSafeInteger(fsMaxUpload) && fsMaxUpload >= 0)) {
     fail(`invalid --fs-max-upload ${values["fs-max-upload"]}`);
@@ -98,7 +100,7 @@ async function serverCommand(argv: string[]): Promise<void> {
     allowedHosts: [...(config.allowedHosts ?? []), ...(values["allow-host"] ?? [])],
     dataDir: values["data-dir"] ?? defaultDataDir(),
     workdir: values.workdir,
-    fsRoot: values["fs-root"],
+    fsRoot,
     fsMaxUploadBytes: fsMaxUpload,
     limits: config.limits,
     logLevel,

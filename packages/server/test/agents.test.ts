@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { client, type ClientContext, type InitializeResponse } from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
@@ -157,6 +157,39 @@ describe("agent registry and installation", () => {
     },
   );
 
+  it("streams NDJSON when asked: an installed agent gives just the result line", async () => {
+    const res = await postInstall(server, SMALL_AGENT, "application/x-ndjson");
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/x-ndjson/);
+    const lines = (await res.text())
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; alreadyInstalled?: boolean });
+    assert.deepEqual(
+      lines.map((l) => [l.type, l.alreadyInstalled]),
+      [["result", true]],
+    );
+  });
+
+  it(
+    "a version the registry does not have is a 502 problem with npm's output",
+    { timeout: 60_000 },
+    async () => {
+      const res = await fetch(`${server.baseUrl}/v2/agents/${SMALL_AGENT}/install`, {
+        method: "POST",
+        headers: server.headers({ "content-type": "application/json" }),
+        body: JSON.stringify({ version: "0.0.0-no-such-version" }),
+      });
+      const problem = await expectProblem(res, 502, "agent-install-failed");
+      assert.ok(JSON.stringify(problem.npmOutput).includes("ETARGET"), JSON.stringify(problem));
+      assert.equal(
+        (await getAgent(server, SMALL_AGENT)).version,
+        "1.9.0",
+        "the installed version is untouched",
+      );
+    },
+  );
+
   it("GET /v2/agents/{id} shows what the agent advertised at its last initialize", async () => {
     assert.equal((await getAgent(server, "mock")).lastInitialize, null);
     const advertised = await withAgent(server, "mock", async (_ctx, init) => init.agentCapabilities);
@@ -280,4 +313,38 @@ describe("agent environment", () => {
     assert.ok(problem.detail.includes("LD_PRELOAD"), problem.detail);
     assert.deepEqual(problem.allowedEnv, ["SCOPED_TOKEN", "SCOPED_URL"]);
   });
+});
+
+describe("install-agent CLI", () => {
+  const installJson = (dataDir: string) =>
+    new Promise<{ code: number | null; result: { alreadyInstalled: boolean; version: string } }>(
+      (resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          [serverBin, "install-agent", SMALL_AGENT, "--json", "--data-dir", dataDir],
+          {
+            stdio: ["ignore", "pipe", "ignore"],
+          },
+        );
+        let out = "";
+        child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+        child.once("error", reject);
+        child.once("close", (code) => resolve({ code, result: JSON.parse(out) as never }));
+      },
+    );
+
+  it(
+    "two processes installing one agent at once: one installs, the other finds it installed",
+    { timeout: 120_000 },
+    async () => {
+      const dataDir = tempDir("agents-lock-");
+      const runs = await Promise.all([installJson(dataDir), installJson(dataDir)]);
+      assert.deepEqual(
+        runs.map((r) => r.code),
+        [0, 0],
+      );
+      assert.deepEqual(runs.map((r) => r.result.alreadyInstalled).sort(), [false, true]);
+      assert.ok(runs.every((r) => r.result.version === "1.9.0"));
+    },
+  );
 });

@@ -150,6 +150,22 @@ describe("control plane", () => {
     await problemOf(text);
   });
 
+  it("control-plane routes require the token when the server has one", async () => {
+    const guarded = await startServer({ token: "cp-token", args: ["--fs-root", tempDir("cp-token-")] });
+    try {
+      for (const endpoint of ["/v2/health", "/v2/openapi.json", "/v2/fs/list", "/v2/fs/file?path=x"]) {
+        const denied = await fetch(guarded.baseUrl + endpoint);
+        assert.equal(denied.status, 401, endpoint);
+        await problemOf(denied);
+      }
+      const allowed = await fetch(`${guarded.baseUrl}/v2/fs/list`, { headers: guarded.headers() });
+      assert.equal(allowed.status, 200);
+    } finally {
+      await guarded.stop();
+    }
+    assert.deepEqual(doc.components.securitySchemes.bearer?.scheme, "bearer");
+  });
+
   it("unknown control-plane paths and methods are problems too", async () => {
     const missing = await fetch(`${server.baseUrl}/v2/fs/nope`);
     assert.equal(missing.status, 404);

@@ -352,4 +352,30 @@ describe("filesystem API", () => {
       assert.equal(await (await get("file", { path: "inside-link" })).text(), "hello world");
     });
   });
+
+  describe("root selection", () => {
+    it("defaults to the workdir", async () => {
+      const workdir = tempDir("fs-workdir-");
+      writeFileSync(path.join(workdir, "in-workdir.txt"), "w");
+      const other = await startServer({ args: ["--workdir", workdir] });
+      try {
+        const listing = (await (await fetch(`${other.baseUrl}/v2/fs/list`)).json()) as { entries: Entry[] };
+        assert.deepEqual(
+          listing.entries.map((e) => e.name),
+          ["in-workdir.txt"],
+        );
+      } finally {
+        await other.stop();
+      }
+    });
+
+    it("refuses to start when --fs-root is missing or not a directory", async () => {
+      for (const bad of [path.join(root, "no-such-dir"), inRoot("hello.txt")]) {
+        await assert.rejects(
+          startServer({ args: ["--fs-root", bad] }),
+          /exited with 2[\s\S]*not a directory/,
+        );
+      }
+    });
+  });
 });

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ProblemError } from "../http/problem.js";
+import { withInstallLock } from "./install-lock.js";
 import type { AgentDefinition, AgentInstallSpec, AgentPackage } from "./types.js";
 
 export interface InstallOptions {
@@ -85,40 +86,49 @@ async function runInstall(
 ): Promise<InstallResult> {
   const started = Date.now();
   const packages = targetPackages(install, options.version);
-  const missing = packages.filter((p) => installedVersionOf(install, p.name) !== p.version);
-  if (missing.length > 0) {
-    mkdirSync(install.dir, { recursive: true });
-    const manifest = path.join(install.dir, "package.json");
-    if (!existsSync(manifest)) {
-      writeFileSync(manifest, JSON.stringify({ name: `sandbox-agent-${id}`, private: true }, null, 2) + "\n");
-    }
-    await npmInstall(id, install.dir, packages, options);
-    for (const p of packages) {
-      const found = installedVersionOf(install, p.name);
-      if (found !== p.version) {
-        throw installFailed(
-          id,
-          `npm finished but ${p.name} is at ${found ?? "nothing"}, not ${p.version}.`,
-          [],
-        );
-      }
-    }
-  }
-  return {
+  const result = (alreadyInstalled: boolean): InstallResult => ({
     agent: id,
     version: packages[0]!.version,
-    alreadyInstalled: missing.length === 0,
+    alreadyInstalled,
     durationMs: Date.now() - started,
     packages,
-  };
+  });
+  if (missingPackages(install, packages).length === 0) return result(true);
+  mkdirSync(install.dir, { recursive: true });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const locked = await withInstallLock(install.dir, timeoutMs, async () => {
+    // Another process may have installed it while this one waited for the lock.
+    if (missingPackages(install, packages).length === 0) return true;
+    await npmInstall(id, install, packages, options);
+    return false;
+  });
+  if (!locked) throw installFailed(id, `another install held ${install.dir} for over ${timeoutMs} ms.`, []);
+  return result(locked.value);
 }
 
-function npmInstall(
+function missingPackages(install: AgentInstallSpec, packages: AgentPackage[]): AgentPackage[] {
+  return packages.filter((p) => installedVersionOf(install, p.name) !== p.version);
+}
+
+async function npmInstall(
   id: string,
-  dir: string,
+  install: AgentInstallSpec,
   packages: AgentPackage[],
   options: InstallOptions,
 ): Promise<void> {
+  const manifest = path.join(install.dir, "package.json");
+  if (!existsSync(manifest)) {
+    writeFileSync(manifest, JSON.stringify({ name: `sandbox-agent-${id}`, private: true }, null, 2) + "\n");
+  }
+  await runNpm(id, install.dir, packages, options);
+  const wrong = missingPackages(install, packages)[0];
+  if (wrong) {
+    const found = installedVersionOf(install, wrong.name) ?? "nothing";
+    throw installFailed(id, `npm finished but ${wrong.name} is at ${found}, not ${wrong.version}.`, []);
+  }
+}
+
+function runNpm(id: string, dir: string, packages: AgentPackage[], options: InstallOptions): Promise<void> {
   const args = [
     "install",
     "--no-audit",

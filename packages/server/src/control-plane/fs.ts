@@ -1,6 +1,6 @@
-import { realpathSync, type Dirent, type Stats } from "node:fs";
+import { realpathSync, type Stats } from "node:fs";
 import { cp, lstat, mkdir, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { z } from "zod";
@@ -46,13 +46,15 @@ const MAX_WRITE_BODY = 64 * 1024 * 1024;
 const TAGS = ["filesystem"];
 const pathQuery = z.object({ path: apiPath });
 
-const errors = {
+const errors: Record<"escape" | "missing", Record<number, ResponseSpec>> & {
+  conflict(description: string): Record<number, ResponseSpec>;
+} = {
   escape: { 403: { description: "The path resolves outside the root (problem type path-escape)" } },
   missing: { 404: { description: "The path does not exist" } },
-  conflict: (description: string) => ({ 409: { description } }),
-} satisfies Record<string, Record<number, ResponseSpec> | ((d: string) => Record<number, ResponseSpec>)>;
+  conflict: (description) => ({ 409: { description } }),
+};
 
-function typeOf(info: Stats | Dirent): Entry["type"] {
+function typeOf(info: Stats): Entry["type"] {
   if (info.isSymbolicLink()) return "symlink";
   if (info.isDirectory()) return "directory";
   return info.isFile() ? "file" : "other";
@@ -159,11 +161,6 @@ async function makeDirectory(target: RootedPath, recursive: boolean): Promise<bo
   return true;
 }
 
-/** A failed upload may leave most of the body unread; close the HTTP/1.1 connection instead of draining it. */
-function closeIfBodyPending(req: IncomingMessage, res: ServerResponse): void {
-  if (!req.complete && req.httpVersionMajor === 1 && !res.headersSent) res.setHeader("connection", "close");
-}
-
 async function respondWithEntry(res: ServerResponse, target: RootedPath, created: boolean): Promise<void> {
   const info = await existingEntry(target);
   sendJson(res, created ? 201 : 200, entryOf(target.display, info));
@@ -260,13 +257,8 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
       },
       handler: async ({ req, res, query }) => {
         const target = await resolve(query.path);
-        try {
-          const created = await receiveFile(req, target, { ...query, maxBytes: deps.maxUploadBytes });
-          await respondWithEntry(res, target, created);
-        } catch (error) {
-          closeIfBodyPending(req, res);
-          throw error;
-        }
+        const created = await receiveFile(req, target, { ...query, maxBytes: deps.maxUploadBytes });
+        await respondWithEntry(res, target, created);
       },
     }),
     defineRoute({

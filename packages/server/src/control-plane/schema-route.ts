@@ -104,7 +104,11 @@ export interface OpenApiDocument {
   info: { title: string; version: string; description: string };
   jsonSchemaDialect: string;
   paths: Record<string, Partial<Record<Lowercase<HttpMethod>, OperationObject>>>;
-  components: { schemas: Record<string, JsonSchema> };
+  components: {
+    schemas: Record<string, JsonSchema>;
+    securitySchemes: Record<string, { type: "http"; scheme: "bearer"; description: string }>;
+  };
+  security: Record<string, string[]>[];
 }
 
 const DEFAULT_MAX_JSON_BODY = 1024 * 1024;
@@ -197,7 +201,18 @@ export function openApiDocument(
     info,
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     paths,
-    components: { schemas: { Problem: jsonSchema(problemSchema, "output") } },
+    components: {
+      schemas: { Problem: jsonSchema(problemSchema, "output") },
+      securitySchemes: {
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description: "The server token (--token); a loopback server may run without one",
+        },
+      },
+    },
+    // `{}` first: a token is only required when the server was started with one.
+    security: [{}, { bearer: [] }],
   };
 }
 

@@ -160,7 +160,9 @@ function get({ req, res }: HttpContext, deps: RpcDeps): void {
     );
   }
   if (conn.drained(cursor)) {
-    throw problems.gone("The agent process has exited and every event was delivered.", { exit: conn.exit ?? null });
+    throw problems.gone("The agent process has exited and every event was delivered.", {
+      exit: conn.exit ?? null,
+    });
   }
   if (cursor === undefined && conn.hasReader) {
     throw problems.conflict("Another reader is attached; reconnect with Last-Event-ID to take over.");
