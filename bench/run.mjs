@@ -61,6 +61,14 @@ class StdioAgent {
  * Through the server: POST + one SSE GET, with node:http on a keep-alive agent. The client side
  * does the same work as the direct-stdio reader (split, JSON.parse), so the difference is the server.
  */
+const initializeBody = (agent) =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: 1, _meta: { "sandboxagent.dev": { agent } } },
+  });
+
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 16 });
 
 function httpRequest(url, { method = "GET", headers = {}, body } = {}) {
@@ -84,12 +92,7 @@ class HttpAgent {
     const res = await httpRequest(`${baseUrl}/v2/rpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: 1, _meta: { "sandboxagent.dev": { agent: "mock" } } },
-      }),
+      body: initializeBody("mock"),
     });
     agent.id = res.headers["acp-connection-id"];
     await readAll(res);
@@ -257,12 +260,7 @@ async function idleConnections() {
     const response = await fetch(`${server.url}/v2/rpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: 1, _meta: { "sandboxagent.dev": { agent: "tiny" } } },
-      }),
+      body: initializeBody("tiny"),
     });
     if (response.status !== 200) throw new Error(`initialize ${response.status}`);
     await response.arrayBuffer();

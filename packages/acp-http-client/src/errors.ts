@@ -91,7 +91,8 @@ export async function httpErrorFrom(message: string, response: Response): Promis
   );
 }
 
-function parseProblem(text: string, contentType: string | null): ProblemDetails | undefined {
+/** Parses an `application/problem+json` (or any JSON object) body; undefined for anything else. */
+export function parseProblem(text: string, contentType: string | null): ProblemDetails | undefined {
   if (!contentType || !/json/i.test(contentType)) return undefined;
   try {
     const value: unknown = JSON.parse(text);

@@ -11,5 +11,6 @@ export {
   AcpRpcError,
   AcpConnectionLostError,
   rpcErrorLabel,
+  parseProblem,
   type ProblemDetails,
 } from "./errors.js";

@@ -1,11 +1,7 @@
+import { parseProblem, type ProblemDetails } from "acp-http-client";
+
 /** RFC 9457 problem details, as the sandbox-agent server sends them on every HTTP error. */
-export interface ProblemDetails {
-  type?: string;
-  title?: string;
-  status?: number;
-  detail?: string;
-  [key: string]: unknown;
-}
+export type { ProblemDetails };
 
 const MAX_BODY_CHARS = 8 * 1024;
 
@@ -35,18 +31,6 @@ export class SandboxAgentHttpError extends Error {
     const body = (await response.text().catch(() => "")).slice(0, MAX_BODY_CHARS);
     const problem = parseProblem(body, response.headers.get("content-type"));
     return new SandboxAgentHttpError({ method, url, status: response.status, body, problem });
-  }
-}
-
-function parseProblem(body: string, contentType: string | null): ProblemDetails | undefined {
-  if (!contentType || !/json/i.test(contentType)) return undefined;
-  try {
-    const value: unknown = JSON.parse(body);
-    return value !== null && typeof value === "object" && !Array.isArray(value)
-      ? (value as ProblemDetails)
-      : undefined;
-  } catch {
-    return undefined;
   }
 }
 
