@@ -20,9 +20,13 @@ export function openApiRoute(routes: readonly DocumentedRoute[]): RouteDef {
     responses: {
       200: { description: "The OpenAPI document", schema: z.looseObject({ openapi: z.string() }) },
     },
-    handler: ({ res }) => sendJson(res, 200, document),
+    handler: ({ res }) => {
+      // Built on first request, not at start (start-up time and idle memory), then kept: the route
+      // table does not change while the server runs.
+      document ??= openApiDocument([...routes, self], INFO);
+      sendJson(res, 200, document);
+    },
   });
-  // Built once: the route table does not change while the server runs.
-  const document = openApiDocument([...routes, self], INFO);
+  let document: ReturnType<typeof openApiDocument> | undefined;
   return self;
 }
