@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { stopChild } from "@sandbox-agent/testkit";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -70,12 +71,6 @@ function handle(child: ChildProcess, port: number, log: string): FakeModel {
         return [];
       }
     },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-        setTimeout(() => child.kill("SIGKILL"), 3000).unref();
-      }),
+    stop: () => stopChild(child),
   };
 }

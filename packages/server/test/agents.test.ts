@@ -45,7 +45,11 @@ function postInstall(server: RunningServer, id: string, accept = "application/js
   });
 }
 
-async function postInitialize(server: RunningServer, agent: string): Promise<Response> {
+async function postInitialize(
+  server: RunningServer,
+  agent: string,
+  meta: Record<string, unknown> = {},
+): Promise<Response> {
   return fetch(`${server.baseUrl}/v2/rpc`, {
     method: "POST",
     headers: server.headers({ "content-type": "application/json", accept: "application/json" }),
@@ -53,7 +57,11 @@ async function postInitialize(server: RunningServer, agent: string): Promise<Res
       jsonrpc: "2.0",
       id: 1,
       method: "initialize",
-      params: { protocolVersion: 1, clientCapabilities: {}, _meta: { "sandboxagent.dev": { agent } } },
+      params: {
+        protocolVersion: 1,
+        clientCapabilities: {},
+        _meta: { "sandboxagent.dev": { agent, ...meta } },
+      },
     }),
   });
 }
@@ -295,20 +303,7 @@ describe("agent environment", () => {
   });
 
   it("refuses request variables the agent's entry does not name", async () => {
-    const res = await fetch(`${server.baseUrl}/v2/rpc`, {
-      method: "POST",
-      headers: server.headers({ "content-type": "application/json", accept: "application/json" }),
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: {
-          protocolVersion: 1,
-          clientCapabilities: {},
-          _meta: { "sandboxagent.dev": { agent: "scoped", env: { LD_PRELOAD: "/evil.so" } } },
-        },
-      }),
-    });
+    const res = await postInitialize(server, "scoped", { env: { LD_PRELOAD: "/evil.so" } });
     const problem = await expectProblem(res, 400, "bad-request");
     assert.ok(problem.detail.includes("LD_PRELOAD"), problem.detail);
     assert.deepEqual(problem.allowedEnv, ["SCOPED_TOKEN", "SCOPED_URL"]);

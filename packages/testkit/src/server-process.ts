@@ -74,12 +74,16 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
       ...extra,
     }),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-        setTimeout(() => child.kill("SIGKILL"), 3000).unref();
-      }),
+    stop: () => stopChild(child),
   };
+}
+
+/** SIGTERM, then SIGKILL after 3 s; resolves once the process has exited. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 3000).unref();
+  });
 }
