@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { AGENT_COMMANDS_HELP, installAgentCommand, listAgentsCommand } from "./agents/commands.js";
-import { ConfigError, defaultDataDir, loadConfigFile, type ConfigFile } from "./config.js";
+import type { ConfigFile } from "./config.js";
+import { defaultDataDir } from "./data-dir.js";
 import { isLoopback, startServer } from "./server.js";
 import type { LogLevel } from "./log.js";
 import { VERSION } from "./version.js";
@@ -10,7 +10,11 @@ const HELP = `sandbox-agent ${VERSION}: run ACP coding agents and control them o
 
 Usage:
   sandbox-agent server [options]     start the server (default 127.0.0.1:2468)
-${AGENT_COMMANDS_HELP}  sandbox-agent --help | --version
+  sandbox-agent install-agent ID [--version V] [--json] [--data-dir DIR] [--config FILE]
+                                     install an agent from npm into the data directory
+  sandbox-agent agents [--json] [--data-dir DIR] [--config FILE]
+                                     list agents, install state and versions
+  sandbox-agent --help | --version
 
 Server options:
   --host HOST             address to bind (default 127.0.0.1; a non-loopback address needs --token)
@@ -62,15 +66,10 @@ async function serverCommand(argv: string[]): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  let config: ConfigFile = {};
-  if (values.config) {
-    try {
-      config = loadConfigFile(values.config);
-    } catch (error) {
-      if (error instanceof ConfigError) fail(error.message);
-      throw error;
-    }
-  }
+  // config.js validates with zod: imported only when there is a file to validate.
+  const config: ConfigFile = values.config
+    ? (await import("./config.js")).loadConfigOr(values.config, fail)
+    : {};
   const host = values.host ?? "127.0.0.1";
   const port = values.port === undefined ? 2468 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`invalid --port ${values.port}`);
@@ -121,8 +120,10 @@ async function main(argv: string[]): Promise<void> {
     return void process.stdout.write(HELP);
   }
   if (command === "server") return serverCommand(rest);
-  if (command === "install-agent") return installAgentCommand(rest, fail);
-  if (command === "agents") return listAgentsCommand(rest, fail);
+  // The agent commands share the control plane's zod schemas: imported only when run.
+  if (command === "install-agent")
+    return (await import("./agents/commands.js")).installAgentCommand(rest, fail);
+  if (command === "agents") return (await import("./agents/commands.js")).listAgentsCommand(rest, fail);
   fail(`unknown command ${JSON.stringify(command)}`);
 }
 

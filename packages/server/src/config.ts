@@ -1,6 +1,4 @@
 import { readFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { z } from "zod";
 import type { AgentSpec } from "./agents/types.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
@@ -57,11 +55,14 @@ export function loadConfigFile(file: string): ConfigFile {
   return parsed.data;
 }
 
-/** `$SANDBOX_AGENT_DATA_DIR`, else `$XDG_DATA_HOME/sandbox-agent`, else `~/.local/share/sandbox-agent`. */
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.SANDBOX_AGENT_DATA_DIR) return path.resolve(env.SANDBOX_AGENT_DATA_DIR);
-  const base = env.XDG_DATA_HOME || path.join(os.homedir(), ".local", "share");
-  return path.join(base, "sandbox-agent");
+/** `loadConfigFile`, with a config error reported through `usageError` (the CLI's exit 2). */
+export function loadConfigOr(file: string, usageError: (message: string) => never): ConfigFile {
+  try {
+    return loadConfigFile(file);
+  } catch (error) {
+    if (error instanceof ConfigError) usageError(error.message);
+    throw error;
+  }
 }
 
 export type { AgentSpec };

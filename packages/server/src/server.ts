@@ -6,7 +6,7 @@ import { advertisementRecorder } from "./agents/capabilities.js";
 import { prepareAgent } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { AgentSpec } from "./agents/types.js";
-import { controlPlaneRoutes } from "./control-plane/routes.js";
+import { healthRoute } from "./control-plane/health.js";
 import { createHttpListener } from "./http/listener.js";
 import { problems } from "./http/problem.js";
 import { Router, withProblems } from "./http/router.js";
@@ -18,7 +18,6 @@ import type { ConnectionExtension } from "./runtime/extension.js";
 import type { JsonRpcMessage } from "./runtime/json-rpc.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 import { agentIdOf, rpcRoutes, type Launch } from "./transport/rpc-routes.js";
-import { sandboxExtensions } from "./extensions/index.js";
 
 export interface ServerOptions {
   host?: string;
@@ -73,10 +72,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   const registry = new AgentRegistry(options.agents, options.dataDir);
   const connections = new ConnectionRegistry(limits.idleMs, logger);
-  const extensions: ConnectionExtension[] = [
-    advertisementRecorder(options.dataDir),
-    ...sandboxExtensions({ logger }),
-  ];
+  // The Sandbox extensions validate their params with zod: imported with the first connection, so
+  // an idle server never loads them (start-up time and idle memory).
+  let extensions: Promise<ConnectionExtension[]> | undefined;
+  const loadExtensions = () =>
+    (extensions ??= import("./extensions/index.js").then((m) => [
+      advertisementRecorder(options.dataDir),
+      ...m.sandboxExtensions({ logger }),
+    ]));
 
   const launch = async (message: JsonRpcMessage): Promise<Launch> => {
     const id = agentIdOf(message) ?? options.defaultAgent;
@@ -95,17 +98,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return { agent, env: agentEnvironment(agent.spec, process.env, requestEnv), cwd: workdir };
   };
 
-  const router = new Router().add(...rpcRoutes({ connections, limits, logger, extensions, launch })).add(
-    ...controlPlaneRoutes({
-      registry,
-      connections,
-      dataDir: options.dataDir,
-      workdir,
-      fsRoot: options.fsRoot ?? workdir,
-      fsMaxUploadBytes: options.fsMaxUploadBytes,
-      logger,
-    }),
-  );
+  const router = new Router()
+    .add(...rpcRoutes({ connections, limits, logger, extensions: loadExtensions, launch }))
+    .add(healthRoute({ connections }))
+    // The rest of the control plane (agents, filesystem, OpenAPI) and zod load on first use.
+    .lazy("/v2/", async () =>
+      (await import("./control-plane/routes.js")).controlPlaneRoutes({
+        registry,
+        connections,
+        dataDir: options.dataDir,
+        workdir,
+        fsRoot: options.fsRoot ?? workdir,
+        fsMaxUploadBytes: options.fsMaxUploadBytes,
+        logger,
+      }),
+    );
 
   const security = {
     token: options.token,

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
 import { AgentRegistry } from "../src/agents/registry.js";
+import { healthRoute } from "../src/control-plane/health.js";
 import { controlPlaneRoutes } from "../src/control-plane/routes.js";
 import type { OpenApiDocument } from "../src/control-plane/schema-route.js";
 import { createLogger } from "../src/log.js";
@@ -17,19 +18,20 @@ function operationsOf(doc: OpenApiDocument): string[] {
   );
 }
 
-/** The route table the server builds, listed without serving it. */
+/** The route table the server builds (served from start, and loaded on first use), listed without serving it. */
 function routeTable(): string[] {
   const logger = createLogger("error");
+  const connections = new ConnectionRegistry(60_000, logger);
   const routes = controlPlaneRoutes({
     registry: new AgentRegistry({}, tempDir()),
-    connections: new ConnectionRegistry(60_000, logger),
+    connections,
     dataDir: tempDir(),
     workdir: tempDir(),
     fsRoot: tempDir(),
     logger,
   });
   return [
-    ...routes.map((r) => `${r.method} ${r.path}`),
+    ...[...routes, healthRoute({ connections })].map((r) => `${r.method} ${r.path}`),
     ...["POST", "GET", "DELETE"].map((m) => `${m} ${RPC_PATH}`),
   ];
 }

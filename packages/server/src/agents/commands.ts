@@ -1,15 +1,10 @@
 import { parseArgs } from "node:util";
-import { ConfigError, defaultDataDir, loadConfigFile } from "../config.js";
+import { loadConfigOr } from "../config.js";
+import { defaultDataDir } from "../data-dir.js";
 import { describeAgent } from "../control-plane/agents.js";
 import { ProblemError } from "../http/problem.js";
 import { installAgent } from "./install.js";
 import { AgentRegistry } from "./registry.js";
-
-export const AGENT_COMMANDS_HELP = `  sandbox-agent install-agent ID [--version V] [--json] [--data-dir DIR] [--config FILE]
-                                     install an agent from npm into the data directory
-  sandbox-agent agents [--json] [--data-dir DIR] [--config FILE]
-                                     list agents, install state and versions
-`;
 
 /** Exit codes: 0 installed (or already), 1 install failed, 2 usage error, 3 registry unreachable. */
 const EXIT_UNREACHABLE = 3;
@@ -21,13 +16,8 @@ function registryFrom(
   usageError: UsageError,
 ): { registry: AgentRegistry; dataDir: string } {
   const dataDir = values["data-dir"] ?? defaultDataDir();
-  try {
-    const agents = values.config ? loadConfigFile(values.config).agents : undefined;
-    return { registry: new AgentRegistry(agents, dataDir), dataDir };
-  } catch (error) {
-    if (error instanceof ConfigError) usageError(error.message);
-    throw error;
-  }
+  const agents = values.config ? loadConfigOr(values.config, usageError).agents : undefined;
+  return { registry: new AgentRegistry(agents, dataDir), dataDir };
 }
 
 const commonOptions = {

@@ -1,33 +1,33 @@
-import { z } from "zod";
-import { sendJson } from "../http/router.js";
+import { sendJson, type Route } from "../http/router.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
 import { VERSION } from "../version.js";
-import { defineRoute, type RouteDef } from "./schema-route.js";
 
-const healthSchema = z.object({
-  status: z.literal("ok"),
-  version: z.string(),
-  uptimeMs: z.number().int().nonnegative(),
-  connections: z.number().int().nonnegative().describe("Open /v2/rpc connections"),
-});
+/** The body of `GET /v2/health` (documented by `health-openapi.ts`). */
+export interface Health {
+  status: "ok";
+  version: string;
+  uptimeMs: number;
+  connections: number;
+}
+
+export const HEALTH_PATH = "/v2/health";
 
 const startedAt = Date.now();
 
-export function healthRoutes(deps: { connections: ConnectionRegistry }): RouteDef[] {
-  return [
-    defineRoute({
-      method: "GET",
-      path: "/v2/health",
-      summary: "Server liveness, version and open connection count",
-      tags: ["server"],
-      responses: { 200: { description: "The server is up.", schema: healthSchema } },
-      handler: ({ res }) =>
-        sendJson(res, 200, {
-          status: "ok",
-          version: VERSION,
-          uptimeMs: Date.now() - startedAt,
-          connections: deps.connections.size,
-        } satisfies z.output<typeof healthSchema>),
-    }),
-  ];
+/**
+ * `GET /v2/health`. A plain route, loaded at start: it has no input to validate, and supervisors
+ * poll it right after start, before anything else has loaded the control plane.
+ */
+export function healthRoute(deps: { connections: ConnectionRegistry }): Route {
+  return {
+    method: "GET",
+    path: HEALTH_PATH,
+    handler: ({ res }) =>
+      sendJson(res, 200, {
+        status: "ok",
+        version: VERSION,
+        uptimeMs: Date.now() - startedAt,
+        connections: deps.connections.size,
+      } satisfies Health),
+  };
 }

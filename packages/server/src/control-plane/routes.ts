@@ -4,7 +4,7 @@ import type { Logger } from "../log.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
 import { agentRoutes } from "./agents.js";
 import { fsRoutes } from "./fs.js";
-import { healthRoutes } from "./health.js";
+import { healthDocumentation } from "./health-openapi.js";
 import { openApiRoute } from "./openapi.js";
 import { rpcDocumentation } from "./rpc-openapi.js";
 import type { DocumentedRoute } from "./schema-route.js";
@@ -25,14 +25,19 @@ function isDocumented(route: Route): route is Route & DocumentedRoute {
   return "operation" in route;
 }
 
-/** Every control-plane route, plus `GET /v2/openapi.json` documenting them and `/v2/rpc`. */
+/**
+ * The control-plane routes the server loads on first use (agents, filesystem), plus
+ * `GET /v2/openapi.json` documenting them, `/v2/health` and `/v2/rpc` (both served from start).
+ */
 export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
   const routes: Route[] = [
-    ...healthRoutes(deps),
     // Agent routes (GET /v2/agents, POST /v2/agents/{id}/install, …) are owned by agents.ts.
     ...agentRoutes(deps),
     ...fsRoutes({ root: deps.fsRoot, maxUploadBytes: deps.fsMaxUploadBytes, logger: deps.logger }),
   ];
   // Routes built with defineRoute() document themselves; plain Routes are left out of the document.
-  return [...routes, openApiRoute([...rpcDocumentation, ...routes.filter(isDocumented)])];
+  return [
+    ...routes,
+    openApiRoute([...rpcDocumentation, healthDocumentation, ...routes.filter(isDocumented)]),
+  ];
 }

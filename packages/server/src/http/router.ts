@@ -39,25 +39,65 @@ function compile(route: Route): CompiledRoute {
   return { ...route, pattern: new RegExp(`^${source}$`), names };
 }
 
+interface LazyGroup {
+  prefix: string;
+  load: () => Promise<Route[]>;
+  loading?: Promise<void>;
+}
+
 /** A small method + path router: 404 for unknown paths, 405 with `Allow` for known paths. */
 export class Router {
   private readonly routes: CompiledRoute[] = [];
+  private lazyGroups: LazyGroup[] = [];
 
   add(...routes: Route[]): this {
     for (const route of routes) this.routes.push(compile(route));
     return this;
   }
 
+  /**
+   * Routes under `prefix` whose modules are imported on the first request no loaded route
+   * matches, so start-up and an idle server do not pay for them. Routes added with `add` win.
+   */
+  lazy(prefix: string, load: () => Promise<Route[]>): this {
+    this.lazyGroups.push({ prefix, load });
+    return this;
+  }
+
   async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    const matching = this.routes
-      .map((route) => ({ route, match: route.pattern.exec(url.pathname) }))
-      .filter((m) => m.match !== null);
+    let matching = this.match(url.pathname);
+    if (matching.length === 0 && (await this.loadGroupsFor(url.pathname)))
+      matching = this.match(url.pathname);
     if (matching.length === 0) throw problems.notFound(`No endpoint at ${url.pathname}.`);
     const hit = matching.find((m) => m.route.method === req.method);
     if (!hit) throw problems.methodNotAllowed(matching.map((m) => m.route.method).join(", "));
     const params: Record<string, string> = {};
     hit.route.names.forEach((name, i) => (params[name] = decodeURIComponent(hit.match![i + 1]!)));
     await hit.route.handler({ req, res, url, params });
+  }
+
+  private match(pathname: string) {
+    return this.routes
+      .map((route) => ({ route, match: route.pattern.exec(pathname) }))
+      .filter((m) => m.match !== null);
+  }
+
+  /** Loads the pending groups covering `pathname`; whether any was loaded. */
+  private async loadGroupsFor(pathname: string): Promise<boolean> {
+    const groups = this.lazyGroups.filter((g) => pathname.startsWith(g.prefix));
+    if (groups.length === 0) return false;
+    await Promise.all(groups.map((g) => (g.loading ??= this.loadGroup(g))));
+    return true;
+  }
+
+  private async loadGroup(group: LazyGroup): Promise<void> {
+    try {
+      this.add(...(await group.load()));
+      this.lazyGroups = this.lazyGroups.filter((g) => g !== group);
+    } catch (error) {
+      group.loading = undefined; // a later request tries again
+      throw error;
+    }
   }
 }
 

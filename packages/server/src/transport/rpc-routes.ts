@@ -29,7 +29,8 @@ export interface RpcDeps {
   connections: ConnectionRegistry;
   limits: RuntimeLimits;
   logger: Logger;
-  extensions: ConnectionExtension[];
+  /** The extensions every connection runs, resolved before the first connection starts. */
+  extensions(): Promise<ConnectionExtension[]>;
   /** Resolves the agent named by an `initialize` request; throws a ProblemError when it can't. */
   launch(initialize: JsonRpcMessage): Promise<Launch>;
 }
@@ -102,14 +103,14 @@ async function initialize(
   message: JsonRpcMessage,
   line: string,
 ): Promise<void> {
-  const launch = await deps.launch(message);
+  const [launch, extensions] = await Promise.all([deps.launch(message), deps.extensions()]);
   const conn = deps.connections.create({
     agent: launch.agent,
     env: launch.env,
     cwd: launch.cwd,
     limits: deps.limits,
     logger: deps.logger,
-    extensions: deps.extensions,
+    extensions,
   });
   const abort = new AbortController();
   res.once("close", () => {

@@ -1,0 +1,20 @@
+import { z } from "zod";
+import type { Health } from "./health.js";
+import { HEALTH_PATH } from "./health.js";
+import { describeRoute, type DocumentedRoute } from "./schema-route.js";
+
+// `GET /v2/health` is served by `health.ts` without zod; this schema only describes it.
+const healthSchema = z.object({
+  status: z.literal("ok"),
+  version: z.string(),
+  uptimeMs: z.number().int().nonnegative(),
+  connections: z.number().int().nonnegative().describe("Open /v2/rpc connections"),
+}) satisfies z.ZodType<Health>;
+
+export const healthDocumentation: DocumentedRoute = describeRoute({
+  method: "GET",
+  path: HEALTH_PATH,
+  summary: "Server liveness, version and open connection count",
+  tags: ["server"],
+  responses: { 200: { description: "The server is up.", schema: healthSchema } },
+});
