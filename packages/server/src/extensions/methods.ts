@@ -74,7 +74,7 @@ function detach(ctx: MethodContext, params: unknown): Record<string, never> {
   const record = knownSession(ctx, sessionId);
   ctx.state.muted.add(sessionId);
   cancelPermissions(ctx, sessionId);
-  record.updatedAt = new Date().toISOString();
+  record.updatedMs = Date.now();
   return {};
 }
 
@@ -88,7 +88,7 @@ async function terminate(ctx: MethodContext, params: unknown): Promise<Record<st
   ctx.state.muted.add(sessionId);
   const close = ctx.state.agentCloses ? ctx.conn.request("session/close", { sessionId }) : undefined;
   record.ended = true;
-  record.updatedAt = new Date().toISOString();
+  record.updatedMs = Date.now();
   ctx.conn.forgetSession(sessionId);
   const closed = close ? await close : undefined;
   if (closed?.error)
@@ -115,7 +115,7 @@ async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<
     if (value === null) delete record.metadata[key];
     else record.metadata[key] = value;
   }
-  record.updatedAt = new Date().toISOString();
+  record.updatedMs = Date.now();
   if ("title" in metadata && !ctx.state.muted.has(sessionId)) announceTitle(ctx, sessionId, record);
   return { _meta: { [META_KEY]: { ...record.metadata } } };
 }
@@ -157,7 +157,7 @@ function announceTitle(ctx: MethodContext, sessionId: string, record: SessionRec
         sessionUpdate: "session_info_update",
         title:
           typeof record.metadata.title === "string" ? record.metadata.title : (record.agentTitle ?? null),
-        updatedAt: record.updatedAt,
+        updatedAt: new Date(record.updatedMs).toISOString(),
         _meta: { [META_KEY]: { origin: "set_metadata" } },
       },
     },

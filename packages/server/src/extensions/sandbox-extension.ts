@@ -98,7 +98,7 @@ export class SandboxExtension implements ConnectionExtension {
     const inherited = source === undefined ? undefined : this.store.get(conn.agentId, source)?.metadata;
     Object.assign(record.metadata, inherited ?? {}, sandboxMetaOf(params) ?? {});
     record.ended = false;
-    record.updatedAt = new Date().toISOString();
+    record.updatedMs = Date.now();
     state.seen.add(sessionId);
     state.absorb(sessionId, result);
   }
@@ -130,7 +130,7 @@ export class SandboxExtension implements ConnectionExtension {
   ): void {
     const record = this.store.touch(conn.agentId, sessionId);
     record.eventCount++;
-    record.updatedAt = new Date().toISOString();
+    record.updatedMs = Date.now();
     const update = isObject(message.params) ? message.params.update : undefined;
     if (!isObject(update)) return;
     absorbUpdate(state.agentState(sessionId), update);

@@ -15,7 +15,7 @@ export function listMeta(
     ...metadata,
     agent: agentId,
     createdAt: record?.createdAt ?? null,
-    updatedAt: record?.updatedAt ?? null,
+    updatedAt: record ? new Date(record.updatedMs).toISOString() : null,
     ended: record?.ended ?? false,
     eventCount: record?.eventCount ?? 0,
   };
@@ -60,12 +60,12 @@ export function fallbackList(
   const sessions = [...state.seen]
     .flatMap((id) => store.get(agentId, id) ?? [])
     .filter((r) => cwd === undefined || r.cwd === cwd)
-    .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+    .sort((a, b) => b.updatedMs - a.updatedMs)
     .map((r) => ({
       sessionId: r.sessionId,
       cwd: r.cwd ?? null,
       title: typeof r.metadata.title === "string" ? r.metadata.title : (r.agentTitle ?? null),
-      updatedAt: r.updatedAt,
+      updatedAt: new Date(r.updatedMs).toISOString(),
       _meta: { [META_KEY]: listMeta(agentId, r, state, r.sessionId) },
     }));
   return { sessions };

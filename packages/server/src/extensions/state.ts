@@ -8,8 +8,8 @@ export interface SessionRecord {
   cwd: string | undefined;
   /** When the server first saw the session (ISO 8601). */
   readonly createdAt: string;
-  /** Last update, metadata change or lifecycle change the server saw. */
-  updatedAt: string;
+  /** Last update, metadata change or lifecycle change the server saw (epoch ms: it changes with every update, the ISO string is made only when listed). */
+  updatedMs: number;
   ended: boolean;
   /** `session/update` notifications the agent sent for the session. */
   eventCount: number;
@@ -35,13 +35,13 @@ export class SessionStore {
     const key = keyOf(agentId, sessionId);
     let record = this.records.get(key);
     if (!record) {
-      const now = new Date().toISOString();
+      const now = Date.now();
       record = {
         agentId,
         sessionId,
         cwd: undefined,
-        createdAt: now,
-        updatedAt: now,
+        createdAt: new Date(now).toISOString(),
+        updatedMs: now,
         ended: false,
         eventCount: 0,
         agentTitle: undefined,
