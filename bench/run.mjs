@@ -14,6 +14,7 @@ const useParser = process.argv.includes("--parser");
 const ROUND_TRIPS = quick ? 100 : 500;
 const STREAM_EVENTS = quick ? 50_000 : 200_000;
 const IDLE_CONNECTIONS = quick ? 200 : 1000;
+const THROUGHPUT_ROUNDS = quick ? 3 : 5;
 
 const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -227,6 +228,17 @@ async function throughput(agent, sessionId) {
   return { eventsPerSecond: count / seconds, lost: STREAM_EVENTS - count, inOrder };
 }
 
+/** The median round by rate; lost/out-of-order are summed over all rounds, so no round hides a loss. */
+function medianRound(rounds) {
+  const sorted = [...rounds].sort((a, b) => a.eventsPerSecond - b.eventsPerSecond);
+  return {
+    eventsPerSecond: sorted[Math.floor(sorted.length / 2)].eventsPerSecond,
+    rounds: rounds.map((r) => Math.round(r.eventsPerSecond)),
+    lost: rounds.reduce((n, r) => n + r.lost, 0),
+    inOrder: rounds.every((r) => r.inOrder),
+  };
+}
+
 async function coldStartLatency(url) {
   const times = [];
   for (let i = 0; i < (quick ? 5 : 20); i++) {
@@ -307,10 +319,17 @@ async function main() {
   const http = await HttpAgent.open(server.url);
   const httpRt = await roundTrips(http);
 
-  log("throughput: direct stdio…");
-  const directTp = await throughput(direct, directRt.sessionId);
-  log("throughput: through the server (SSE)…");
-  const httpTp = await throughput(http, httpRt.sessionId);
+  // Alternating rounds, median of each: on 2 cores one run of either path moves by ±20 % with
+  // scheduling, and a single pair would report that noise as the ratio.
+  const directRounds = [];
+  const httpRounds = [];
+  for (let round = 1; round <= THROUGHPUT_ROUNDS; round++) {
+    log(`throughput round ${round}/${THROUGHPUT_ROUNDS}: direct stdio, then through the server (SSE)…`);
+    directRounds.push(await throughput(direct, directRt.sessionId));
+    httpRounds.push(await throughput(http, httpRt.sessionId));
+  }
+  const directTp = medianRound(directRounds);
+  const httpTp = medianRound(httpRounds);
   direct.close();
   await http.close();
 
@@ -331,6 +350,7 @@ async function main() {
     },
     throughput: {
       events: STREAM_EVENTS,
+      rounds: THROUGHPUT_ROUNDS,
       direct: directTp,
       server: httpTp,
       ratio: httpTp.eventsPerSecond / directTp.eventsPerSecond,
@@ -350,7 +370,7 @@ async function main() {
 | --- | --- | --- | --- | --- |
 | prompt round trip p50 (ms) | ${f(directRt.p50)} | ${f(httpRt.p50)} | +${f(results.latencyMs.overhead.p50)} ms | ≤ +1 ms |
 | prompt round trip p99 (ms) | ${f(directRt.p99)} | ${f(httpRt.p99)} | +${f(results.latencyMs.overhead.p99)} ms | ≤ +5 ms |
-| session/update throughput (events/s) | ${f(directTp.eventsPerSecond, 0)} | ${f(httpTp.eventsPerSecond, 0)} | ${f(results.throughput.ratio * 100, 1)} % | ≥ 50 %, ≥ 43,000/s |
+| session/update throughput (events/s, median of ${THROUGHPUT_ROUNDS}) | ${f(directTp.eventsPerSecond, 0)} | ${f(httpTp.eventsPerSecond, 0)} | ${f(results.throughput.ratio * 100, 1)} % | ≥ 50 %, ≥ 43,000/s |
 | events lost / out of order | ${directTp.lost} / ${!directTp.inOrder} | ${httpTp.lost} / ${!httpTp.inOrder} | | 0 |
 | cold turn: initialize→new→prompt p50 / p99 (ms) | | ${f(cold.p50)} / ${f(cold.p99)} | | |
 | idle RSS (MB) | | ${f(idleRssMB, 1)} | | ≤ 60 MB |

@@ -389,6 +389,14 @@ describe("Sandbox extensions", () => {
       await own.prompt(events, sessionId, "garbage not json at all");
       const unparsed = await events.waitFor((m) => m.method === "_sandboxagent/agent/unparsed");
       assert.equal(unparsed.params!.line, "not json at all");
+      // A text chunk with a well-formed start and a broken end must not pass the JSON.parse-free
+      // fast path for such chunks (runtime/content-chunk.ts).
+      const broken = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"${sessionId}","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"cut"}}}`;
+      await own.prompt(events, sessionId, `garbage ${broken}`);
+      const second = await events.waitFor(
+        (m) => m.method === "_sandboxagent/agent/unparsed" && m.params!.line === broken,
+      );
+      assert.equal(second.params!.truncated, false);
 
       const other = await own.newSession(events);
       await own.call(events, "_sandboxagent/session/terminate", { sessionId: other });

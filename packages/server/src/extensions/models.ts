@@ -1,5 +1,5 @@
 import { isObject } from "../runtime/json-rpc.js";
-import type { AgentSessionState } from "./state.js";
+import type { AgentSessionState, ConnectionState } from "./state.js";
 
 export interface ModelInfo {
   modelId: string;
@@ -94,10 +94,16 @@ export function absorbSwitch(
 }
 
 /** Keeps the tracked config options/mode in step with the agent's `session/update`s. */
-export function absorbUpdate(state: AgentSessionState, update: Record<string, unknown>): void {
+export function absorbUpdate(
+  conn: ConnectionState,
+  sessionId: string,
+  update: Record<string, unknown>,
+): void {
+  // Runs for every update; streamed content (nearly all of them) must not even look the session up.
   if (update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
-    state.configOptions = update.configOptions;
-  } else if (update.sessionUpdate === "current_mode_update" && state.modes) {
-    state.modes = { ...state.modes, currentModeId: update.currentModeId };
+    conn.agentState(sessionId).configOptions = update.configOptions;
+  } else if (update.sessionUpdate === "current_mode_update") {
+    const state = conn.agentState(sessionId);
+    if (state.modes) state.modes = { ...state.modes, currentModeId: update.currentModeId };
   }
 }

@@ -122,18 +122,29 @@ export class SandboxExtension implements ConnectionExtension {
     return false;
   }
 
+  agentTextChunk(sessionId: string, conn: ConnectionApi): boolean {
+    const state = this.states.of(conn);
+    this.countEvent(conn, sessionId);
+    return state.muted.has(sessionId);
+  }
+
+  private countEvent(conn: ConnectionApi, sessionId: string) {
+    const record = this.store.touch(conn.agentId, sessionId);
+    record.eventCount++;
+    record.updatedMs = Date.now();
+    return record;
+  }
+
   private countUpdate(
     conn: ConnectionApi,
     state: ConnectionState,
     sessionId: string,
     message: JsonRpcMessage,
   ): void {
-    const record = this.store.touch(conn.agentId, sessionId);
-    record.eventCount++;
-    record.updatedMs = Date.now();
+    const record = this.countEvent(conn, sessionId);
     const update = isObject(message.params) ? message.params.update : undefined;
     if (!isObject(update)) return;
-    absorbUpdate(state.agentState(sessionId), update);
+    absorbUpdate(state, sessionId, update);
     if (update.sessionUpdate === "session_info_update" && typeof update.title === "string")
       record.agentTitle = update.title;
   }

@@ -24,16 +24,21 @@ const MAX_RECORDS = 10_000;
 
 /** Server-wide session records, keyed by agent and session id. */
 export class SessionStore {
-  private readonly records = new Map<string, SessionRecord>();
+  // Two levels instead of one composite key: `touch` runs for every session/update, and must not
+  // build a key string each time.
+  private readonly byAgent = new Map<string, Map<string, SessionRecord>>();
+  /** Every record, oldest first, for eviction. */
+  private readonly order = new Set<SessionRecord>();
 
   get(agentId: string, sessionId: string): SessionRecord | undefined {
-    return this.records.get(keyOf(agentId, sessionId));
+    return this.byAgent.get(agentId)?.get(sessionId);
   }
 
   /** The record, created on first sight. */
   touch(agentId: string, sessionId: string): SessionRecord {
-    const key = keyOf(agentId, sessionId);
-    let record = this.records.get(key);
+    let sessions = this.byAgent.get(agentId);
+    if (!sessions) this.byAgent.set(agentId, (sessions = new Map()));
+    let record = sessions.get(sessionId);
     if (!record) {
       const now = Date.now();
       record = {
@@ -47,15 +52,18 @@ export class SessionStore {
         agentTitle: undefined,
         metadata: {},
       };
-      this.records.set(key, record);
-      if (this.records.size > MAX_RECORDS) this.records.delete(this.records.keys().next().value!);
+      sessions.set(sessionId, record);
+      this.order.add(record);
+      if (this.order.size > MAX_RECORDS) this.evictOldest();
     }
     return record;
   }
-}
 
-function keyOf(agentId: string, sessionId: string): string {
-  return `${agentId}\u0000${sessionId}`;
+  private evictOldest(): void {
+    const oldest = this.order.values().next().value!;
+    this.order.delete(oldest);
+    this.byAgent.get(oldest.agentId)?.delete(oldest.sessionId);
+  }
 }
 
 /** What the agent told this connection about a session's model and mode. */

@@ -3,6 +3,7 @@ import type { ServerResponse } from "node:http";
 import type { AgentDefinition } from "../agents/types.js";
 import { shortId, type Logger } from "../log.js";
 import { AgentProcess, type AgentExit } from "./agent-process.js";
+import { textChunkSession } from "./content-chunk.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import { errorResponse, idKey, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "./json-rpc.js";
@@ -68,9 +69,12 @@ export class Connection implements ConnectionApi {
   private outputPaused = false;
   private stallTimer: NodeJS.Timeout | undefined;
   private endedTimer: NodeJS.Timeout | undefined;
+  /** Whether text chunks may skip JSON.parse: no extension needs them parsed. */
+  private readonly textChunkFastPath: boolean;
 
   constructor(private readonly options: ConnectionOptions) {
     this.agentId = options.agent.id;
+    this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
     this.log = new EventLog(options.limits);
     this.agent = new AgentProcess(options.agent.spec, {
       env: options.env,
@@ -259,6 +263,14 @@ export class Connection implements ConnectionApi {
   }
 
   private onAgentLine(line: string): void {
+    const chunkSession = this.textChunkFastPath ? textChunkSession(line) : undefined;
+    if (chunkSession !== undefined) {
+      let dropped = false;
+      for (const ext of this.options.extensions)
+        dropped = ext.agentTextChunk?.(chunkSession, this) === true || dropped;
+      if (!dropped) this.append(line);
+      return;
+    }
     let message: JsonRpcMessage;
     try {
       const parsed: unknown = JSON.parse(line);

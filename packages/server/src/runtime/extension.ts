@@ -43,6 +43,12 @@ export interface ConnectionExtension {
    */
   agentMessage?(message: JsonRpcMessage, conn: ConnectionApi): boolean | void;
   /**
+   * Sees a text-chunk `session/update` (`agent_message_chunk` and the like) that the connection
+   * recognised without parsing it (see `content-chunk.ts`); returning true drops it. Such lines
+   * skip `agentMessage` only when every extension with an `agentMessage` hook also has this one.
+   */
+  agentTextChunk?(sessionId: string, conn: ConnectionApi): boolean | void;
+  /**
    * Called once when the connection's sessions end: the agent exited (`exit` set, before
    * `_sandboxagent/session/ended` is sent) or the connection was closed (DELETE, expiry, shutdown).
    */
