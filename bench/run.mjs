@@ -20,6 +20,11 @@ const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 };
+/** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
+const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const log = (...a) => !asJson && console.error(...a);
 
@@ -323,11 +328,16 @@ async function main() {
   // scheduling, and a single pair would report that noise as the ratio.
   const directRounds = [];
   const httpRounds = [];
+  let serverCpuMs = 0;
   for (let round = 1; round <= THROUGHPUT_ROUNDS; round++) {
     log(`throughput round ${round}/${THROUGHPUT_ROUNDS}: direct stdio, then through the server (SSE)…`);
     directRounds.push(await throughput(direct, directRt.sessionId));
+    const cpuBefore = cpuMs(server.child.pid);
     httpRounds.push(await throughput(http, httpRt.sessionId));
+    serverCpuMs += cpuMs(server.child.pid) - cpuBefore;
   }
+  // CPU time is steadier than rates on a shared machine: the server's own cost per streamed event.
+  const serverCpuPerEventUs = (serverCpuMs * 1000) / (THROUGHPUT_ROUNDS * STREAM_EVENTS);
   const directTp = medianRound(directRounds);
   const httpTp = medianRound(httpRounds);
   direct.close();
@@ -354,6 +364,7 @@ async function main() {
       direct: directTp,
       server: httpTp,
       ratio: httpTp.eventsPerSecond / directTp.eventsPerSecond,
+      serverCpuPerEventUs,
     },
     coldTurnMs: cold,
     idleRssMB,
@@ -371,6 +382,7 @@ async function main() {
 | prompt round trip p50 (ms) | ${f(directRt.p50)} | ${f(httpRt.p50)} | +${f(results.latencyMs.overhead.p50)} ms | ≤ +1 ms |
 | prompt round trip p99 (ms) | ${f(directRt.p99)} | ${f(httpRt.p99)} | +${f(results.latencyMs.overhead.p99)} ms | ≤ +5 ms |
 | session/update throughput (events/s, median of ${THROUGHPUT_ROUNDS}) | ${f(directTp.eventsPerSecond, 0)} | ${f(httpTp.eventsPerSecond, 0)} | ${f(results.throughput.ratio * 100, 1)} % | ≥ 50 %, ≥ 43,000/s |
+| server CPU per streamed event (µs) | | ${f(serverCpuPerEventUs)} | | |
 | events lost / out of order | ${directTp.lost} / ${!directTp.inOrder} | ${httpTp.lost} / ${!httpTp.inOrder} | | 0 |
 | cold turn: initialize→new→prompt p50 / p99 (ms) | | ${f(cold.p50)} / ${f(cold.p99)} | | |
 | idle RSS (MB) | | ${f(idleRssMB, 1)} | | ≤ 60 MB |
