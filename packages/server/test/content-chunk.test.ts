@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { textChunkSession } from "../src/runtime/content-chunk.js";
+import { MAX_TEXT_CHUNK_LINE, textChunkSession } from "../src/runtime/content-chunk.js";
 
 const chunk = (text: string, sessionUpdate = "agent_message_chunk", sessionId = "sess-1") =>
   JSON.stringify({
@@ -66,6 +66,30 @@ describe("text chunk recognition without JSON.parse", () => {
       line.replace('"sessionId":"sess-1"', '"sessionId":""'),
     ];
     for (const other of others) assert.equal(textChunkSession(other), undefined, other);
+  });
+
+  it("fails in linear time on a long text followed by something unexpected", () => {
+    // A run inside the text's repetition backtracked exponentially here: 28 characters took 1.5 s,
+    // so these would never finish. Real agents add `_meta` next to the content of history chunks.
+    const text = 'word "quoted" \\ '.repeat(3000).slice(0, MAX_TEXT_CHUNK_LINE - 300);
+    const withMeta = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: "s",
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text }, _meta: { x: 1 } },
+      },
+    });
+    assert.ok(withMeta.length <= MAX_TEXT_CHUNK_LINE);
+    assert.equal(textChunkSession(withMeta), undefined);
+    assert.equal(textChunkSession(withMeta.slice(0, -2) + "}"), undefined);
+    assert.equal(textChunkSession(chunk(text)), "sess-1");
+  });
+
+  it("leaves lines over the size limit to JSON.parse", () => {
+    const long = chunk("x".repeat(MAX_TEXT_CHUNK_LINE));
+    assert.equal(textChunkSession(long), undefined);
+    assert.equal(parsedSession(long), "sess-1");
   });
 
   it("agrees with JSON.parse on every mutation of a chunk line it accepts", () => {

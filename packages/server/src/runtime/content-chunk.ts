@@ -7,14 +7,25 @@
  * fixed key order, no duplicate or extra keys, string escapes checked), so a line it matches is
  * valid JSON and means what the captures say; anything else, including the same message
  * serialized differently, takes the JSON.parse path.
+ *
+ * The text loop repeats one character or one escape at a time, never a run (`[^"\\]+`): the
+ * alternatives then start with different characters, so a line that fails at its end backtracks
+ * in linear time. A run inside the repetition backtracks exponentially (a 28-character text with
+ * an extra key took 1.5 s, and real agents add `_meta` to long history chunks).
  */
 const TEXT_CHUNK_LINE = new RegExp(
   String.raw`^\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"([^"\\\u0000-\u001f]+)",` +
     String.raw`"update":\{"sessionUpdate":"(?:agent_message_chunk|agent_thought_chunk|user_message_chunk)",` +
-    String.raw`"content":\{"type":"text","text":"(?:[^"\\\u0000-\u001f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"\}\}\}\}$`,
+    String.raw`"content":\{"type":"text","text":"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"\}\}\}\}$`,
 );
+
+/**
+ * Longer lines are left to JSON.parse: the fast path is for the many small chunks of a stream, and
+ * the regexp engine's backtrack stack overflows on texts of tens of megabytes.
+ */
+export const MAX_TEXT_CHUNK_LINE = 64 * 1024;
 
 /** The session id of a text-chunk notification line in canonical form; `undefined` for any other line. */
 export function textChunkSession(line: string): string | undefined {
-  return TEXT_CHUNK_LINE.exec(line)?.[1];
+  return line.length > MAX_TEXT_CHUNK_LINE ? undefined : TEXT_CHUNK_LINE.exec(line)?.[1];
 }
