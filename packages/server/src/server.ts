@@ -148,7 +148,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server,
     connections,
     close: async () => {
-      await connections.closeAll("shutdown");
+      await connections.shutdown();
       closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       logFile.end();

@@ -173,3 +173,43 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
     sse.close();
   });
 });
+
+describe("server shutdown", () => {
+  it("stops every agent before exiting: one still stopping after DELETE, one whose initialize is in flight", async () => {
+    const deletedLog = stdinLog();
+    const silentMarker = `silent-agent-${process.pid}-${Date.now()}`;
+    const server = await startServer({
+      config: {
+        agents: {
+          stubborn: {
+            command: "sh",
+            args: ["-c", `trap "" TERM; node "$0" --stdin-log ${deletedLog}; sleep 30`, mockAgentBin],
+          },
+          // Never answers initialize and ignores SIGTERM.
+          silent: { command: "sh", args: ["-c", `trap "" TERM; while :; do sleep 0.2; done`, silentMarker] },
+        },
+        limits: { killGraceMs: 1000 },
+      },
+    });
+    try {
+      const deleted = await RawConnection.open(server, "stubborn");
+      assert.equal((await deleted.delete()).status, 202); // its gentle stop now waits 1 s per step
+      const initializing = RawConnection.open(server, "silent").catch(() => undefined);
+      await waitFor(() => processesWith(silentMarker).length > 0, 5000, "silent agent to start");
+
+      const started = Date.now();
+      const exited = new Promise<number | null>((resolve) => server.process.once("exit", resolve));
+      server.process.kill("SIGTERM");
+      assert.equal(await exited, 0);
+      // SIGTERM at once, SIGKILL one grace period later: well inside a supervisor's patience.
+      assert.ok(Date.now() - started < 2500, `shutdown took ${Date.now() - started} ms`);
+      assert.deepEqual(processesWith(deletedLog), [], "the deleted connection's agent outlived the server");
+      assert.deepEqual(processesWith(silentMarker), [], "the initializing agent outlived the server");
+      await initializing;
+    } finally {
+      await server.stop();
+      for (const pid of [...processesWith(deletedLog), ...processesWith(silentMarker)])
+        process.kill(pid, "SIGKILL");
+    }
+  });
+});

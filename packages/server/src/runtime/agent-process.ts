@@ -104,18 +104,35 @@ export class AgentProcess {
   }
 
   /** Closes stdin, then SIGTERM, then SIGKILL to the whole process group, each after `graceMs`. */
+  /** Stops the agent gently: stdin closed, then SIGTERM, then SIGKILL, `graceMs` apart. */
   async terminate(graceMs: number): Promise<AgentExit> {
     if (this.exitInfo) return this.exitInfo;
     this.child.stdin!.end();
     const steps: Array<NodeJS.Signals | undefined> = [undefined, "SIGTERM", "SIGKILL"];
     for (const signal of steps) {
       if (signal) this.signalGroup(signal);
-      const exited = await Promise.race([this.exited.then(() => true), delay(graceMs).then(() => false)]);
-      if (exited) break;
+      if (await this.exitsWithin(graceMs)) break;
     }
     // The leader may be gone while helpers it started live on in the group.
     this.signalGroup("SIGKILL");
     return this.exited;
+  }
+
+  /**
+   * Stops the agent now (server shutdown): SIGTERM at once, SIGKILL after `graceMs`, also when a
+   * gentle `terminate` is under way, so the server exits within its supervisor's patience.
+   */
+  async kill(graceMs: number): Promise<AgentExit> {
+    if (this.exitInfo) return this.exitInfo;
+    this.child.stdin!.end();
+    this.signalGroup("SIGTERM");
+    await this.exitsWithin(graceMs);
+    this.signalGroup("SIGKILL");
+    return this.exited;
+  }
+
+  private exitsWithin(ms: number): Promise<boolean> {
+    return Promise.race([this.exited.then(() => true), delay(ms).then(() => false)]);
   }
 
   private signalGroup(signal: NodeJS.Signals): void {

@@ -69,6 +69,7 @@ export class Connection implements ConnectionApi {
   private outputPaused = false;
   private stallTimer: NodeJS.Timeout | undefined;
   private endedTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
   /** Whether text chunks may skip JSON.parse: no extension needs them parsed. */
   private readonly textChunkFastPath: boolean;
 
@@ -248,8 +249,24 @@ export class Connection implements ConnectionApi {
     return new SseStream(res, { keepAliveMs, retryMs, onDrain: () => this.pump() });
   }
 
-  async close(reason: string): Promise<void> {
-    if (this.state === "closed") return;
+  /** Closes the connection and stops its agent; later calls wait for the same stop. */
+  close(reason: string): Promise<void> {
+    this.closing ??= this.closeOnce(reason);
+    return this.closing;
+  }
+
+  /** Closes the connection if it is not yet, and stops the agent now rather than gently. */
+  async shutdown(): Promise<void> {
+    void this.close("shutdown");
+    await this.agent.kill(this.options.limits.killGraceMs);
+  }
+
+  /** Resolves when the agent process is gone, whether it exited or was stopped. */
+  get agentGone(): Promise<AgentExit> {
+    return this.agent.exited;
+  }
+
+  private async closeOnce(reason: string): Promise<void> {
     const previous = this.state;
     this.state = "closed";
     if (previous === "open") for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);

@@ -4,6 +4,12 @@ import { Connection, type ConnectionOptions } from "./connection.js";
 /** All live connections of the server, with idle expiry. */
 export class ConnectionRegistry {
   private readonly connections = new Map<string, Connection>();
+  /**
+   * Every connection whose agent may still run: registered or not (initialize in flight), and
+   * closed ones whose agent is still stopping. Shutdown waits for all of them, so the server
+   * never exits leaving an agent behind.
+   */
+  private readonly live = new Set<Connection>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -16,7 +22,10 @@ export class ConnectionRegistry {
 
   /** Creates a connection that becomes visible to `get` only once `register` is called. */
   create(options: Omit<ConnectionOptions, "onClosed">): Connection {
-    return new Connection({ ...options, onClosed: (conn) => this.connections.delete(conn.id) });
+    const conn = new Connection({ ...options, onClosed: (c) => this.connections.delete(c.id) });
+    this.live.add(conn);
+    void conn.agentGone.then(() => this.live.delete(conn));
+    return conn;
   }
 
   register(conn: Connection): void {
@@ -35,9 +44,11 @@ export class ConnectionRegistry {
     return [...this.connections.values()];
   }
 
-  async closeAll(reason: string): Promise<void> {
+  /** Server shutdown: closes every connection and waits until every agent process is gone. */
+  async shutdown(): Promise<void> {
     clearInterval(this.sweeper);
-    await Promise.all(this.all().map((conn) => conn.close(reason)));
+    const all = new Set([...this.connections.values(), ...this.live]);
+    await Promise.all([...all].map((conn) => conn.shutdown()));
   }
 
   private sweep(): void {
