@@ -374,7 +374,7 @@ export class Connection implements ConnectionApi {
     if (stream) {
       while (stream.ready) {
         const batch = this.log.after(stream.cursor, WRITE_BATCH_BYTES);
-        if (batch.length === 0) break;
+        if (batch.data.length === 0) break;
         stream.writeEvents(this.epoch, batch);
         this.log.markWritten(stream.cursor);
       }

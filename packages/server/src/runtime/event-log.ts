@@ -1,7 +1,7 @@
-/** One SSE event: a JSON-RPC message line with its per-connection sequence number. */
-export interface LoggedEvent {
-  seq: number;
-  data: string;
+/** Consecutive events: `data[i]` has sequence number `first + i`. */
+export interface EventBatch {
+  first: number;
+  data: string[];
 }
 
 export interface EventLogLimits {
@@ -15,34 +15,37 @@ export interface EventLogLimits {
  * The ordered outbound log of one connection. Events get their sequence number when appended, so
  * a replay reproduces the same id → message mapping. Events that were never written to a stream
  * are never evicted: they are the undelivered queue, bounded by backpressure on the agent instead.
+ *
+ * Events are kept as bare strings, their sequence numbers implied by position: the log retains
+ * up to `replayEvents` of them at a time, and at full stream rate a wrapper object per event
+ * doubled the garbage collector's work of moving them out of the young generation.
  */
 export class EventLog {
-  private events: LoggedEvent[] = [];
+  private events: string[] = [];
   private head = 0; // index of the oldest retained event in `events`
+  private headSeq = 1; // its sequence number
   private retainedBytes = 0;
-  private nextSeq = 1;
   private unwritten = 0;
   /** Highest sequence number handed to a stream at least once. */
   writtenSeq = 0;
 
   constructor(private readonly limits: EventLogLimits) {}
 
-  append(data: string): LoggedEvent {
-    const event = { seq: this.nextSeq++, data };
-    this.events.push(event);
+  /** Appends an event; returns its sequence number. */
+  append(data: string): number {
+    this.events.push(data);
     this.retainedBytes += data.length;
     this.unwritten += data.length;
-    return event;
+    return this.lastSeq;
   }
 
   get lastSeq(): number {
-    return this.nextSeq - 1;
+    return this.headSeq + (this.events.length - this.head) - 1;
   }
 
   /** Oldest sequence number a cursor may name: one before the first retained event. */
   get oldestCursor(): number {
-    const first = this.events[this.head];
-    return first ? first.seq - 1 : this.lastSeq;
+    return this.headSeq - 1;
   }
 
   /** Size (UTF-16 code units, close to bytes for JSON) of events no stream has received yet. */
@@ -50,43 +53,39 @@ export class EventLog {
     return this.unwritten;
   }
 
-  /** Events with seq > cursor, at most `maxBytes` worth (always at least one). */
-  after(cursor: number, maxBytes: number): LoggedEvent[] {
-    const first = this.events[this.head];
-    if (!first) return [];
-    let index = this.head + Math.max(0, cursor + 1 - first.seq);
-    const batch: LoggedEvent[] = [];
-    let bytes = 0;
-    for (; index < this.events.length && (batch.length === 0 || bytes < maxBytes); index++) {
-      const event = this.events[index]!;
-      batch.push(event);
-      bytes += event.data.length;
-    }
-    return batch;
+  /** Events with seq > cursor, at most `maxBytes` worth (always at least one, if there is one). */
+  after(cursor: number, maxBytes: number): EventBatch {
+    const first = Math.max(cursor + 1, this.headSeq);
+    const from = this.indexOf(first);
+    let to = from;
+    for (let bytes = 0; to < this.events.length && (to === from || bytes < maxBytes); to++)
+      bytes += this.events[to]!.length;
+    return { first, data: this.events.slice(from, to) };
   }
 
   /** Records that events up to `seq` reached a stream, then evicts what the replay limits allow. */
   markWritten(seq: number): void {
     if (seq <= this.writtenSeq) return;
-    const first = this.events[this.head];
-    if (first) {
-      const from = this.head + Math.max(0, this.writtenSeq + 1 - first.seq);
-      const to = this.head + (seq - first.seq);
-      for (let i = from; i <= to && i < this.events.length; i++)
-        this.unwritten -= this.events[i]!.data.length;
-    }
+    const to = Math.min(this.indexOf(seq), this.events.length - 1);
+    for (let i = this.indexOf(Math.max(this.writtenSeq + 1, this.headSeq)); i <= to; i++)
+      this.unwritten -= this.events[i]!.length;
     this.writtenSeq = seq;
     this.evict();
+  }
+
+  private indexOf(seq: number): number {
+    return this.head + (seq - this.headSeq);
   }
 
   private evict(): void {
     const { replayEvents, replayBytes } = this.limits;
     while (this.head < this.events.length) {
-      const oldest = this.events[this.head]!;
       const count = this.events.length - this.head;
-      if (oldest.seq > this.writtenSeq || (count <= replayEvents && this.retainedBytes <= replayBytes)) break;
-      this.retainedBytes -= oldest.data.length;
+      if (this.headSeq > this.writtenSeq || (count <= replayEvents && this.retainedBytes <= replayBytes))
+        break;
+      this.retainedBytes -= this.events[this.head]!.length;
       this.head++;
+      this.headSeq++;
     }
     // Compact occasionally so the array does not grow forever.
     if (this.head > 1024 && this.head * 2 > this.events.length) {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { LoggedEvent } from "./event-log.js";
+import type { EventBatch } from "./event-log.js";
 
 /**
  * One open `text/event-stream` response. Writes are pull-style: `ready` turns false when the
@@ -47,10 +47,11 @@ export class SseStream {
     this.keepAlive.unref();
   }
 
-  writeEvents(epoch: string, events: LoggedEvent[]): void {
+  writeEvents(epoch: string, batch: EventBatch): void {
     let text = "";
-    for (const event of events) text += `id: ${epoch}.${event.seq}\ndata: ${event.data}\n\n`;
-    this.cursor = events[events.length - 1]!.seq;
+    let seq = batch.first;
+    for (const data of batch.data) text += `id: ${epoch}.${seq++}\ndata: ${data}\n\n`;
+    this.cursor = seq - 1;
     this.write(text);
   }
 
