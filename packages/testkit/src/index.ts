@@ -7,3 +7,4 @@ export { startServer, stopChild, type RunningServer, type StartServerOptions } f
 export { readSse, type SseEvent } from "./sse.js";
 export { tempDir } from "./temp.js";
 export { waitFor } from "./wait.js";
+export { needService, servicesRequired } from "./services.js";
