@@ -31,7 +31,7 @@ function routeTable(): string[] {
     logger,
   });
   return [
-    ...[...routes, healthRoute({ connections })].map((r) => `${r.method} ${r.path}`),
+    ...[...routes, healthRoute({ connections, workdir: tempDir() })].map((r) => `${r.method} ${r.path}`),
     ...["POST", "GET", "DELETE"].map((m) => `${m} ${RPC_PATH}`),
   ];
 }
