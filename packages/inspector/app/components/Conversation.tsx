@@ -31,13 +31,13 @@ function Blocks({ blocks, markdown }: { blocks: ContentBlock[]; markdown: boolea
           case "resource_link":
             return (
               <div key={i} class="resource">
-                🔗 {block.name || block.uri}
+                link: {block.name || block.uri}
               </div>
             );
           case "resource":
             return (
               <div key={i} class="resource">
-                📎 {block.resource.uri}
+                resource: {block.resource.uri}
               </div>
             );
           default:

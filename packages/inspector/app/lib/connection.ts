@@ -53,6 +53,12 @@ function sessionIdOf(value: unknown): string | undefined {
   return isRecord(value) && typeof value.sessionId === "string" ? value.sessionId : undefined;
 }
 
+const CLOSE_REASONS = {
+  disconnect: "disconnected",
+  agentExited: "the agent process exited",
+  error: "connection lost",
+};
+
 let nextConnection = 1;
 
 export class ConnectionModel extends Observable {
@@ -88,7 +94,7 @@ export class ConnectionModel extends Observable {
     this.client.on("disconnected", (event) => {
       if (this.state === "failed") return;
       this.state = "closed";
-      this.reason = event.error ? errorMessage(event.error) : event.reason;
+      this.reason = event.error ? errorMessage(event.error) : CLOSE_REASONS[event.reason];
       this.changed();
       void this.server.refreshHealth();
     });

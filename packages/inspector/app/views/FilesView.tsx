@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import type { DirectoryListing, FileStat } from "sandbox-agent";
+import { Icon } from "../components/Icon.js";
 import { errorMessage, formatBytes, formatRelative } from "../lib/format.js";
 import type { ServerModel } from "../lib/server.js";
 
@@ -193,9 +194,11 @@ export function FilesView({
               <tr key={entry.path} class={selected?.path === entry.path ? "selected" : ""}>
                 <td>
                   <button class="link file-link" onClick={() => go(entry.path)} data-testid="file-entry">
-                    <span class="icon">
-                      {entry.type === "directory" ? "📁" : entry.type === "symlink" ? "🔗" : "📄"}
-                    </span>
+                    <Icon
+                      name={
+                        entry.type === "directory" ? "folder" : entry.type === "symlink" ? "link" : "file"
+                      }
+                    />
                     {entry.name}
                   </button>
                 </td>
