@@ -3,7 +3,7 @@
 // loopback, against a baseline in the same run (navigating the same browser to one small static
 // file of the same server), plus the server's RSS before and after serving the page.
 //   node bench/inspector.mjs [--runs N] [--json]
-import { existsSync, mkdtempSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -18,10 +18,7 @@ const chromiumPath = process.env.SANDBOX_AGENT_CHROMIUM ?? "/usr/bin/chromium";
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const p95 = (values) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.95))];
-const rssMB = async (pid) => {
-  const { readFileSync } = await import("node:fs");
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
-};
+const rssMB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
 
 function assetSizes() {
   const sizes = { raw: 0, gzip: 0, brotli: 0, files: 0 };
@@ -42,7 +39,7 @@ async function main() {
   const sizes = assetSizes();
   const server = await startServer({ token: TOKEN });
   await new Promise((r) => setTimeout(r, 1000));
-  const idleRss = await rssMB(server.process.pid);
+  const idleRss = rssMB(server.process.pid);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
@@ -75,7 +72,7 @@ async function main() {
   } finally {
     await browser.close();
   }
-  const afterRss = await rssMB(server.process.pid);
+  const afterRss = rssMB(server.process.pid);
   await server.stop();
   const result = {
     date: new Date().toISOString().slice(0, 10),
