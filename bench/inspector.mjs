@@ -6,15 +6,13 @@
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium } from "playwright-core";
-import { repoRoot, startServer } from "@sandbox-agent/testkit";
+import { launchChromium, repoRoot, startServer } from "@sandbox-agent/testkit";
 
 const asJson = process.argv.includes("--json");
 const runsArg = process.argv.indexOf("--runs");
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 15;
 const TOKEN = "bench-token";
 const assetsDir = path.join(repoRoot, "packages/inspector/dist/ui");
-const chromiumPath = process.env.SANDBOX_AGENT_CHROMIUM ?? "/usr/bin/chromium";
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const p95 = (values) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.95))];
@@ -40,19 +38,7 @@ async function main() {
   const server = await startServer({ token: TOKEN });
   await new Promise((r) => setTimeout(r, 1000));
   const idleRss = rssMB(server.process.pid);
-  const browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-    ],
-  });
+  const browser = await launchChromium();
   const firstRender = [];
   const baseline = [];
   try {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { BrowserContext, Page, Request } from "playwright-core";
 import { repoRoot, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
-import { artifactsDir, chromiumGate, launchChromium } from "./support/browser.js";
+import { artifactsDir, chromiumGate, launchBrowser } from "./support/browser.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 
 const TOKEN = "inspector-test-token";
@@ -82,7 +82,7 @@ describe("inspector in Chromium", { skip: chromiumGate, timeout: 240_000 }, () =
       env: { SANDBOX_AGENT_NPM: fakeNpm() },
     });
     proxy = await TcpProxy.start(server.port);
-    browser = await launchChromium();
+    browser = await launchBrowser();
     page = browser.pages()[0] ?? (await browser.newPage());
     page.on("request", (request) => requests.push(request));
     page.on("pageerror", (error) => pageErrors.push(error.message));
