@@ -13,4 +13,6 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },
   },
+  // The inspector page runs in browsers.
+  { files: ["packages/inspector/app/**"], languageOptions: { globals: { ...globals.browser } } },
 );

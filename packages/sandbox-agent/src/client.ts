@@ -1,5 +1,5 @@
 import type * as proto from "@agentclientprotocol/sdk";
-import type { AcpHttpClient } from "acp-http-client";
+import type { AcpEnvelope, AcpHttpClient } from "acp-http-client";
 import {
   ControlPlane,
   type AgentDescription,
@@ -64,6 +64,11 @@ export interface SandboxAgentClientOptions {
   connectTimeoutMs?: number;
   /** Default max time for each session call (ms, default none: prompts may run long). */
   requestTimeoutMs?: number;
+  /**
+   * Observes every JSON-RPC message of the agent connection in both directions, in wire order,
+   * with the SSE event id it arrived with (inspectors, debugging, logs).
+   */
+  onEnvelope?: (envelope: AcpEnvelope) => void;
 }
 
 const METHOD_NOT_FOUND = -32601;
@@ -165,6 +170,7 @@ export class SandboxAgentClient {
       onPermissionRequest: this.options.onPermissionRequest,
       connectTimeoutMs: this.options.connectTimeoutMs,
       requestTimeoutMs: this.options.requestTimeoutMs,
+      onEnvelope: this.options.onEnvelope,
     });
     this.connection = connection;
     void connection.rpc.closed.then((reason) =>
@@ -202,7 +208,9 @@ export class SandboxAgentClient {
     if (!connection) return;
     this.connection = undefined;
     this.ending = connection;
-    setTimeout(() => void connection.rpc.close().catch(() => undefined), ENDED_GRACE_MS).unref();
+    const timer = setTimeout(() => void connection.rpc.close().catch(() => undefined), ENDED_GRACE_MS);
+    // Node's timers can be unref'd (do not keep the process alive); browsers' are plain numbers.
+    if (typeof timer === "object") timer.unref();
   }
 
   // ---- events ------------------------------------------------------------------------------

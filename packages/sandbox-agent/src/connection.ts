@@ -31,6 +31,7 @@ export interface OpenConnectionOptions {
   onPermissionRequest: PermissionHandler | undefined;
   connectTimeoutMs: number | undefined;
   requestTimeoutMs: number | undefined;
+  onEnvelope: ((envelope: AcpEnvelope) => void) | undefined;
 }
 
 export interface OpenConnection {
@@ -52,6 +53,7 @@ export async function openConnection(options: OpenConnectionOptions): Promise<Op
     initializeTimeoutMs: options.connectTimeoutMs,
     requestTimeoutMs: options.requestTimeoutMs,
   });
+  if (options.onEnvelope) rpc.onEnvelope(options.onEnvelope);
   rpc.onEnvelope((envelope) => forwardNotification(envelope, options.events));
   const handler = options.onPermissionRequest ?? CANCEL_ALL;
   rpc.onRequest(PERMISSION_METHOD, async (params, { signal }) => {

@@ -9,6 +9,8 @@ export interface HealthStatus {
   uptimeMs: number;
   /** Open agent connections. */
   connections: number;
+  /** Working directory of the server's agents: the default `cwd` for new sessions. */
+  workdir: string;
 }
 
 export interface AgentPackage {

@@ -45,7 +45,8 @@ export interface WriteOptions {
   signal?: AbortSignal;
 }
 
-export type FileData = string | Uint8Array | ReadableStream<Uint8Array>;
+/** What `writeFile` uploads; a `Blob` (e.g. a browser `File`) streams from disk. */
+export type FileData = string | Uint8Array | Blob | ReadableStream<Uint8Array>;
 
 export class FileSystem {
   constructor(private readonly http: HttpTransport) {}

@@ -40,8 +40,9 @@ export class HttpTransport {
     };
   }
 
+  /** The caller's fetch, or the global one called as a plain function (browsers reject `fetch` invoked with another `this`). */
   get fetch(): FetchLike {
-    return this.options.fetch ?? globalThis.fetch;
+    return this.options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
   url(path: string, query: Record<string, QueryValue> = {}): string {

@@ -105,6 +105,9 @@ async function serverCommand(argv: string[]): Promise<void> {
     logLevel,
   });
   process.stdout.write(`sandbox-agent listening on ${running.url}\n`);
+  process.stdout.write(
+    `sandbox-agent inspector at ${running.url}/ui/${token && !values["no-token"] ? " (it asks for the token)" : ""}\n`,
+  );
   const shutdown = (signal: string) => {
     process.stderr.write(`sandbox-agent: ${signal}, shutting down\n`);
     void running.close().then(() => process.exit(0));

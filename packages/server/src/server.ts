@@ -18,6 +18,7 @@ import type { ConnectionExtension } from "./runtime/extension.js";
 import type { JsonRpcMessage } from "./runtime/json-rpc.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 import { agentIdOf, rpcRoutes, type Launch } from "./transport/rpc-routes.js";
+import { isInspectorPath } from "./ui/public-path.js";
 
 export interface ServerOptions {
   host?: string;
@@ -100,7 +101,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const router = new Router()
     .add(...rpcRoutes({ connections, limits, logger, extensions: loadExtensions, launch }))
-    .add(healthRoute({ connections }))
+    .add(healthRoute({ connections, workdir }))
     // The rest of the control plane (agents, filesystem, OpenAPI) and zod load on first use.
     .lazy("/v2/", async () =>
       (await import("./control-plane/routes.js")).controlPlaneRoutes({
@@ -112,7 +113,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         fsMaxUploadBytes: options.fsMaxUploadBytes,
         logger,
       }),
-    );
+    )
+    // The inspector page's static files, read from disk only once /ui is requested.
+    .lazy("/ui", async () => (await import("./ui/routes.js")).inspectorRoutes());
 
   const security = {
     token: options.token,
@@ -120,13 +123,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     allowedHosts: options.allowedHosts ?? [],
     loopbackOnly: isLoopback(host),
   };
+  // The inspector's files hold no data and a navigation cannot send a bearer token (see ui/public-path.ts).
+  const publicSecurity = { ...security, token: undefined };
   // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
   const { server, closeAllConnections } = createHttpListener((req, res) => {
     void withProblems(
       res,
       async () => {
         const url = new URL(req.url ?? "/", "http://localhost");
-        if (!checkRequest(req, res, security)) return;
+        if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
         await router.handle(req, res, url);
       },
       (error) => logger.error("request failed", { error: String(error) }),

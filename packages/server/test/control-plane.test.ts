@@ -31,7 +31,7 @@ function routeTable(): string[] {
     logger,
   });
   return [
-    ...[...routes, healthRoute({ connections })].map((r) => `${r.method} ${r.path}`),
+    ...[...routes, healthRoute({ connections, workdir: tempDir() })].map((r) => `${r.method} ${r.path}`),
     ...["POST", "GET", "DELETE"].map((m) => `${m} ${RPC_PATH}`),
   ];
 }
@@ -54,15 +54,17 @@ describe("control plane", () => {
   });
   after(() => server.stop());
 
-  it("GET /v2/health reports status, version, uptime and connections", async () => {
+  it("GET /v2/health reports status, version, uptime, connections and the workdir", async () => {
     const response = await fetch(`${server.baseUrl}/v2/health`);
     assert.equal(response.status, 200);
     const body = (await response.json()) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body).sort(), ["connections", "status", "uptimeMs", "version"]);
+    assert.deepEqual(Object.keys(body).sort(), ["connections", "status", "uptimeMs", "version", "workdir"]);
     assert.equal(body.status, "ok");
     assert.equal(typeof body.version, "string");
     assert.ok(Number.isInteger(body.uptimeMs) && (body.uptimeMs as number) >= 0);
     assert.equal(body.connections, 0);
+    // The agents' working directory, absolute (the server ran in the test's cwd).
+    assert.equal(body.workdir, process.cwd());
   });
 
   it("openapi.json is an OpenAPI 3.1 document with the problem schema as a component", () => {

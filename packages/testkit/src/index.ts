@@ -1,6 +1,6 @@
 /**
  * Test helpers shared by every package's integration tests: start the real server as a child
- * process, locate the built mock agent, and read SSE streams over real HTTP.
+ * process, locate the built mock agent, read SSE streams over real HTTP, drive Debian's Chromium.
  */
 export { repoRoot, serverBin, mockAgentBin } from "./paths.js";
 export { startServer, stopChild, type RunningServer, type StartServerOptions } from "./server-process.js";
@@ -8,3 +8,10 @@ export { readSse, type SseEvent } from "./sse.js";
 export { tempDir } from "./temp.js";
 export { waitFor } from "./wait.js";
 export { needService, servicesRequired } from "./services.js";
+export {
+  chromiumPath,
+  CHROMIUM_ARGS,
+  needChromium,
+  launchChromium,
+  launchChromiumContext,
+} from "./browser.js";

@@ -103,6 +103,10 @@ export async function sendFile(req: IncomingMessage, res: ServerResponse, target
       "content-length": String(end - start + 1),
       "accept-ranges": "bytes",
       "last-modified": info.mtime.toUTCString(),
+      // A sandbox file opened in a browser (e.g. HTML an agent wrote) must not run as this server's
+      // origin, which the inspector's API calls share.
+      "content-security-policy": "sandbox",
+      "x-content-type-options": "nosniff",
       ...(range ? { "content-range": `bytes ${start}-${end}/${info.size}` } : {}),
     });
     if (info.size === 0) return void res.end();

@@ -9,6 +9,7 @@ const healthSchema = z.object({
   version: z.string(),
   uptimeMs: z.number().int().nonnegative(),
   connections: z.number().int().nonnegative().describe("Open /v2/rpc connections"),
+  workdir: z.string().describe("Working directory of agent processes (default cwd of new sessions)"),
 }) satisfies z.ZodType<Health>;
 
 export const healthDocumentation: DocumentedRoute = describeRoute({

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { sendJson, type Route } from "../http/router.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
 import { VERSION } from "../version.js";
@@ -8,6 +9,8 @@ export interface Health {
   version: string;
   uptimeMs: number;
   connections: number;
+  /** Working directory of agent processes: the default `cwd` for new sessions. */
+  workdir: string;
 }
 
 export const HEALTH_PATH = "/v2/health";
@@ -18,7 +21,7 @@ const startedAt = Date.now();
  * `GET /v2/health`. A plain route, loaded at start: it has no input to validate, and supervisors
  * poll it right after start, before anything else has loaded the control plane.
  */
-export function healthRoute(deps: { connections: ConnectionRegistry }): Route {
+export function healthRoute(deps: { connections: ConnectionRegistry; workdir: string }): Route {
   return {
     method: "GET",
     path: HEALTH_PATH,
@@ -28,6 +31,7 @@ export function healthRoute(deps: { connections: ConnectionRegistry }): Route {
         version: VERSION,
         uptimeMs: Date.now() - startedAt,
         connections: deps.connections.size,
+        workdir: path.resolve(deps.workdir),
       } satisfies Health),
   };
 }

@@ -28,6 +28,23 @@ function hostName(host: string): string {
 }
 
 /**
+ * A page this server served (the inspector at /ui/) calls it with its own origin. Trusted when the
+ * Host is one the checks above vouch for, or when the token guards every call anyway; otherwise a
+ * DNS-rebound page would pass as same-origin.
+ */
+function isTrustedSameOrigin(origin: string, host: string, options: SecurityOptions): boolean {
+  const trustedHost =
+    options.token !== undefined || LOOPBACK_HOSTS.has(hostName(host)) || options.allowedHosts.includes(host);
+  if (!trustedHost) return false;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.host === host.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Applies Host, Origin and bearer-token checks and answers CORS preflights.
  * Returns false when the request was fully answered (preflight) and must not be routed.
  */
@@ -38,7 +55,7 @@ export function checkRequest(req: IncomingMessage, res: ServerResponse, options:
   }
   const origin = req.headers.origin;
   if (origin !== undefined) {
-    if (!options.allowedOrigins.includes(origin)) {
+    if (!options.allowedOrigins.includes(origin) && !isTrustedSameOrigin(origin, host, options)) {
       throw problems.forbidden(
         `Origin ${origin} is not allowed; start the server with --allow-origin ${origin}.`,
       );

@@ -1,0 +1,48 @@
+/**
+ * The SDK without embedded mode: everything here runs in any JavaScript runtime with `fetch` and web
+ * streams (Node, browsers). Bundlers pick this entry through the package's `browser` export
+ * condition, so a browser bundle never sees `SandboxAgent.start()` and the Node modules it spawns
+ * a server with.
+ */
+export { SandboxAgentClient, type SandboxAgentClientOptions } from "./client.js";
+export {
+  SandboxAgentHttpError,
+  NotConnectedError,
+  AlreadyConnectedError,
+  AgentRequestError,
+  type ProblemDetails,
+} from "./errors.js";
+export type {
+  SandboxAgentEvent,
+  SandboxAgentEventType,
+  EventOfType,
+  EventFilter,
+  EventStreamOptions,
+  SessionUpdateEvent,
+  PermissionRequestEvent,
+  TurnEndedEvent,
+  SessionEndedEvent,
+  ParseErrorEvent,
+  NotificationEvent,
+  DisconnectedEvent,
+} from "./events.js";
+export type {
+  HealthStatus,
+  AgentDescription,
+  AgentPackage,
+  InstallAgentOptions,
+  InstallResult,
+} from "./control-plane.js";
+export type {
+  FileSystem,
+  FileStat,
+  FileType,
+  DirectoryListing,
+  ListOptions,
+  ReadOptions,
+  WriteOptions,
+  FileData,
+} from "./filesystem.js";
+export type { FetchLike } from "./http.js";
+export type { AcpEnvelope } from "acp-http-client";
+export type * from "./types.js";
