@@ -8,3 +8,10 @@ export { readSse, type SseEvent } from "./sse.js";
 export { tempDir } from "./temp.js";
 export { waitFor } from "./wait.js";
 export { needService, servicesRequired } from "./services.js";
+export {
+  postgresMissing,
+  startPostgres,
+  type PostgresCluster,
+  type StartPostgresOptions,
+} from "./postgres.js";
+export { serveWorker, startWorker, type Worker, type WorkerHandlers } from "./worker.js";
