@@ -1,4 +1,5 @@
 import {
+  closeWorkers,
   needService,
   postgresMissing,
   repoRoot,
@@ -62,14 +63,7 @@ describe(
       const { rows } = await admin.query("SELECT key FROM sandbox_agent.sandboxes");
       const closer = workers.find((w) => w.process.exitCode === null && w.process.signalCode === null);
       for (const { key } of rows) await closer?.call("destroy", { key }).catch(() => undefined);
-      await Promise.all(
-        workers.map((w) =>
-          w
-            .call("close")
-            .catch(() => undefined)
-            .then(() => w.stop()),
-        ),
-      );
+      await closeWorkers(workers);
       await admin?.end();
       await cluster?.stop();
       if (cluster) assert.throws(() => process.kill(cluster.pid, 0), "the postmaster is gone");

@@ -1,6 +1,7 @@
 import {
-  EventPump,
+  Subscribers,
   UnknownSessionError,
+  type EventPump,
   type EventMirror,
   type NewEvent,
   type ReadEventsOptions,
@@ -21,7 +22,7 @@ import { toEvent, type EventRow, type Names } from "./sql.js";
  * NOTIFY payloads are capped at 8,000 bytes, and subscribers read the rows themselves.
  */
 export class PostgresEvents implements EventMirror {
-  readonly #pumps = new Map<string, Set<EventPump>>();
+  readonly #subscribers = new Subscribers();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -75,19 +76,8 @@ export class PostgresEvents implements EventMirror {
     listener: (events: StoredEvent[]) => void | Promise<void>,
     options: SubscribeOptions = {},
   ): EventPump {
-    const pumps = this.#pumps.get(sessionId) ?? new Set();
-    this.#pumps.set(sessionId, pumps);
-    const pump: EventPump = new EventPump({
-      read: (after, limit) => this.read(sessionId, { after, limit }),
-      listener,
-      after: options.after ?? 0,
-      onError: options.onError,
-      onClose: () => {
-        pumps.delete(pump);
-        if (pumps.size === 0) this.#pumps.delete(sessionId);
-      },
-    });
-    pumps.add(pump);
+    const read = (after: number, limit: number) => this.read(sessionId, { after, limit });
+    const pump = this.#subscribers.add(sessionId, read, listener, options);
     // Reading before LISTEN is in force could miss an append made in between: the first read waits
     // for `listening()` unless the listener is up already.
     this.listener.start();
@@ -98,23 +88,20 @@ export class PostgresEvents implements EventMirror {
   /** From the listener: `<seq> <session id>`. */
   notified(payload: string): void {
     const space = payload.indexOf(" ");
-    const pumps = this.#pumps.get(payload.slice(space + 1));
-    if (pumps === undefined) return;
-    const seq = Number(payload.slice(0, space));
-    for (const pump of pumps) pump.wake(seq);
+    this.#subscribers.wake(payload.slice(space + 1), Number(payload.slice(0, space)));
   }
 
   /** From the listener, after each (re)connection: catch up on whatever was appended meanwhile. */
   listening(): void {
-    for (const pumps of this.#pumps.values()) for (const pump of pumps) pump.wake();
+    this.#subscribers.wakeAll();
   }
 
   /** Errors of the shared connection go to every subscriber that asked for them. */
   failed(error: Error): void {
-    for (const pumps of this.#pumps.values()) for (const pump of pumps) pump.report(error);
+    this.#subscribers.reportAll(error);
   }
 
   closeAll(): void {
-    for (const pumps of [...this.#pumps.values()]) for (const pump of [...pumps]) pump.close();
+    this.#subscribers.closeAll();
   }
 }

@@ -1,4 +1,5 @@
 import {
+  closeWorkers,
   needService,
   postgresMissing,
   repoRoot,
@@ -55,14 +56,7 @@ describe("live fan-out between replicas", { skip: needService("postgresql", post
     await admin.connect();
   });
   after(async () => {
-    await Promise.all(
-      workers.map((w) =>
-        w
-          .call("close")
-          .catch(() => undefined)
-          .then(() => w.stop()),
-      ),
-    );
+    await closeWorkers(workers);
     await admin?.end();
     await cluster?.stop();
     if (cluster) assert.throws(() => process.kill(cluster.pid, 0), "the postmaster is gone");

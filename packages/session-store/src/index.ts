@@ -44,4 +44,4 @@ export {
 export { memorySessionStore } from "./memory.js";
 
 // ─── For drivers ───
-export { EventPump, type EventPumpOptions } from "./subscription.js";
+export { EventPump, Subscribers, type EventPumpOptions } from "./subscription.js";

@@ -1,5 +1,5 @@
 import { LeaseLostError, SessionExistsError, UnknownSessionError, checkId } from "./errors.js";
-import { EventPump } from "./subscription.js";
+import { Subscribers, type EventPump } from "./subscription.js";
 import {
   LIVE_STATUSES,
   type AcquireOptions,
@@ -18,6 +18,7 @@ import {
   type SessionRecords,
   type SessionStore,
   type StoredEvent,
+  type SubscribeOptions,
 } from "./types.js";
 
 /**
@@ -262,7 +263,7 @@ class MemorySessions implements SessionRecords {
 }
 
 class MemoryEvents implements EventMirror {
-  readonly #pumps = new Map<string, Set<EventPump>>();
+  readonly #subscribers = new Subscribers();
 
   constructor(private readonly sessions: MemorySessions) {}
 
@@ -286,8 +287,8 @@ class MemoryEvents implements EventMirror {
     }
     state.record.updatedAt = now;
     const lastSeq = state.record.lastSeq;
-    const pumps = this.#pumps.get(sessionId);
-    if (events.length > 0 && pumps) queueMicrotask(() => pumps.forEach((pump) => pump.wake(lastSeq)));
+    // Like a notification from a shared store: after the append, never inside the caller's call.
+    if (events.length > 0) queueMicrotask(() => this.#subscribers.wake(sessionId, lastSeq));
     return { firstSeq, lastSeq };
   }
 
@@ -301,23 +302,15 @@ class MemoryEvents implements EventMirror {
   subscribe(
     sessionId: string,
     listener: (events: StoredEvent[]) => void | Promise<void>,
-    options: { after?: number; onError?: (error: Error) => void } = {},
+    options: SubscribeOptions = {},
   ): EventPump {
-    const pumps = this.#pumps.get(sessionId) ?? new Set();
-    this.#pumps.set(sessionId, pumps);
-    const pump: EventPump = new EventPump({
-      read: (after, limit) => this.read(sessionId, { after, limit }),
-      listener,
-      after: options.after ?? 0,
-      onError: options.onError,
-      onClose: () => pumps.delete(pump),
-    });
-    pumps.add(pump);
+    const read = (after: number, limit: number) => this.read(sessionId, { after, limit });
+    const pump = this.#subscribers.add(sessionId, read, listener, options);
     pump.wake();
     return pump;
   }
 
   closeAll(): void {
-    for (const pumps of this.#pumps.values()) for (const pump of pumps) pump.close();
+    this.#subscribers.closeAll();
   }
 }

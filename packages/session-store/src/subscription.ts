@@ -1,4 +1,4 @@
-import type { EventSubscription, StoredEvent } from "./types.js";
+import type { EventSubscription, StoredEvent, SubscribeOptions } from "./types.js";
 
 export interface EventPumpOptions {
   /** Reads the events after a sequence number, oldest first, at most `batchSize` of them. */
@@ -96,5 +96,56 @@ export class EventPump implements EventSubscription {
   /** Passes an error to the subscriber's `onError` (drivers use it for their shared connection's errors). */
   report(error: unknown): void {
     this.#options.onError?.(error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+/**
+ * The subscriptions of one store, by session: what a driver calls when it learns of new events
+ * (`wake`), after it may have missed some (`wakeAll`), or when its shared connection fails.
+ */
+export class Subscribers {
+  readonly #bySession = new Map<string, Set<EventPump>>();
+
+  /** Registers a pump for `sessionId` that reads with `read` (removed again when it closes); the caller wakes it. */
+  add(
+    sessionId: string,
+    read: EventPumpOptions["read"],
+    listener: EventPumpOptions["listener"],
+    options: SubscribeOptions,
+  ): EventPump {
+    const pumps = this.#bySession.get(sessionId) ?? new Set();
+    this.#bySession.set(sessionId, pumps);
+    const pump: EventPump = new EventPump({
+      read,
+      listener,
+      after: options.after ?? 0,
+      onError: options.onError,
+      onClose: () => {
+        pumps.delete(pump);
+        if (pumps.size === 0) this.#bySession.delete(sessionId);
+      },
+    });
+    pumps.add(pump);
+    return pump;
+  }
+
+  wake(sessionId: string, seq: number): void {
+    for (const pump of this.#bySession.get(sessionId) ?? []) pump.wake(seq);
+  }
+
+  wakeAll(): void {
+    for (const pump of this.#all()) pump.wake();
+  }
+
+  reportAll(error: Error): void {
+    for (const pump of this.#all()) pump.report(error);
+  }
+
+  closeAll(): void {
+    for (const pump of this.#all()) pump.close();
+  }
+
+  #all(): EventPump[] {
+    return [...this.#bySession.values()].flatMap((pumps) => [...pumps]);
   }
 }

@@ -14,4 +14,4 @@ export {
   type PostgresCluster,
   type StartPostgresOptions,
 } from "./postgres.js";
-export { serveWorker, startWorker, type Worker, type WorkerHandlers } from "./worker.js";
+export { closeWorkers, serveWorker, startWorker, type Worker, type WorkerHandlers } from "./worker.js";

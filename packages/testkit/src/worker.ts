@@ -105,3 +105,17 @@ export function serveWorker(handlers: WorkerHandlers): { push(event: string, dat
   lines.once("close", () => process.exit(0));
   return { push: (event, data) => write({ event, data: data ?? null }) };
 }
+
+/** Asks each worker to `close` (failures ignored: it may be dead already), then stops it. */
+export async function closeWorkers(workers: readonly Worker[]): Promise<void> {
+  await Promise.all(
+    workers.map((w) =>
+      w
+        .call("close")
+        .then(noop, noop)
+        .then(() => w.stop()),
+    ),
+  );
+}
+
+const noop = (): void => undefined;
