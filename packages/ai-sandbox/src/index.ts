@@ -10,7 +10,12 @@ export type {
   SpawnOptions,
 } from "./types.js";
 export { SandboxCapability, getSandbox, provideSandbox } from "./types.js";
-export type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
+export type {
+  PersistentSandboxProvider,
+  ProviderCreateRequest,
+  ProviderInstance,
+  SandboxProvider,
+} from "./provider.js";
 export {
   defineSandbox,
   withSandbox,
@@ -53,3 +58,14 @@ export {
 } from "./diff.js";
 export { reportFileChanges } from "./file-events.js";
 export { sandboxAgentSandbox, type SandboxAgentSandboxOptions } from "./sandbox-agent.js";
+export {
+  CapacityTimeoutError,
+  SandboxBusyError,
+  createFleet,
+  type Fleet,
+  type FleetIdlePolicy,
+  type FleetOptions,
+  type FleetSandbox,
+  type GetOrCreateOptions,
+  type ReapResult,
+} from "./fleet.js";

@@ -4,12 +4,23 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { LocalFiles } from "./local-files.js";
 import { killGroupSync, spawnGroup } from "./process.js";
-import type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
+import { persistentLocal, type OpenLocal } from "./local-persistent.js";
+import type {
+  PersistentSandboxProvider,
+  ProviderCreateRequest,
+  ProviderInstance,
+  SandboxProvider,
+} from "./provider.js";
 import type { SandboxProcess, SpawnOptions } from "./types.js";
 
 export interface LocalProcessSandboxOptions {
   /** Sandbox directory (created if missing, kept on dispose). Default: a fresh temp dir, removed on dispose. */
   root?: string;
+  /**
+   * Persistent sandboxes, for a fleet: the sandbox of id X is `<parentDir>/X`, kept on dispose, and
+   * `resume`/`stop`/`destroy` find it by id from any process on this machine. Excludes `root`.
+   */
+  parentDir?: string;
   /** `HOME` for sandbox processes: a path, `"host"` for the host's HOME (CLI logins), default `<root>/home`. */
   home?: string;
   /** Host variables to pass through in addition to the minimal base (e.g. `["SSH_AUTH_SOCK"]`). */
@@ -31,20 +42,33 @@ function baseEnv(home: string, tmp: string, inherit: readonly string[] = []): Re
 }
 
 /** Embedded default provider: a directory on this machine; processes run in their own process groups. */
+export function localProcessSandbox(
+  options: LocalProcessSandboxOptions & { parentDir: string },
+): PersistentSandboxProvider;
+export function localProcessSandbox(options?: LocalProcessSandboxOptions): SandboxProvider;
 export function localProcessSandbox(options: LocalProcessSandboxOptions = {}): SandboxProvider {
-  return { name: "local-process", create: (request) => createLocal(request, options) };
+  const provider = {
+    name: "local-process",
+    create: (request: ProviderCreateRequest) => createLocal(request, options),
+  };
+  if (options.parentDir === undefined) return provider;
+  if (options.root !== undefined)
+    throw new TypeError("localProcessSandbox: give root or parentDir, not both");
+  return persistentLocal(provider, options.parentDir, (request, placement) =>
+    createLocal(request, options, placement),
+  );
 }
 
 async function createLocal(
   request: ProviderCreateRequest,
   options: LocalProcessSandboxOptions,
+  placement?: Parameters<OpenLocal>[1],
 ): Promise<ProviderInstance> {
-  const owned = options.root === undefined;
+  const given = placement?.root ?? options.root;
+  const owned = given === undefined;
   const safeId = request.id.replace(/[^A-Za-z0-9._-]/g, "_");
   const root = await realpath(
-    owned
-      ? await mkdtemp(join(tmpdir(), `sandbox-${safeId}-`))
-      : await mkdirp(resolve(options.root as string)),
+    owned ? await mkdtemp(join(tmpdir(), `sandbox-${safeId}-`)) : await mkdirp(resolve(given)),
   );
   const dirs = {
     workdir: join(root, "workspace"),
@@ -66,7 +90,10 @@ async function createLocal(
       env: { ...baseEnv(home, dirs.tmp, options.inheritEnv), ...request.env, ...opts.env },
       onGone: (pgid) => groups.delete(pgid),
     });
-    if (proc.pid !== undefined) groups.add(proc.pid);
+    if (proc.pid !== undefined) {
+      groups.add(proc.pid);
+      placement?.onSpawn(proc.pid);
+    }
     processes.add(proc);
     void proc.exited.then(() => processes.delete(proc));
     return proc;
@@ -81,6 +108,7 @@ async function createLocal(
   return {
     id: request.id,
     provider: "local-process",
+    providerId: root,
     workdir: dirs.workdir,
     stateDir: dirs.state,
     env: Object.freeze({ ...request.env }),

@@ -42,12 +42,24 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function waitGone(pgid: number, exited: Promise<unknown>, ms: number): Promise<boolean> {
+async function waitGone(pgid: number, exited: Promise<unknown> | undefined, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, ms))]);
+  if (exited) await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, ms))]);
   while (groupAlive(pgid) && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, GONE_POLL_MS));
   return !groupAlive(pgid);
+}
+
+/**
+ * SIGTERM a process group, SIGKILL it after a grace period; resolves once it is gone. `exited` is the
+ * leader's exit when it is our child (to wake at once), undefined for a group of another process.
+ */
+export async function stopGroup(pgid: number, exited?: Promise<unknown>): Promise<void> {
+  signalGroup(pgid, "SIGTERM");
+  if (!(await waitGone(pgid, exited, KILL_GRACE_MS))) {
+    signalGroup(pgid, "SIGKILL");
+    await waitGone(pgid, exited, KILL_GRACE_MS);
+  }
 }
 
 /** SIGKILL a process group synchronously; for `process.on('exit')` cleanup. */
@@ -93,11 +105,7 @@ export async function spawnGroup(command: string, options: GroupSpawnOptions): P
   let killing: Promise<void> | undefined;
   const kill = (): Promise<void> => {
     killing ??= (async () => {
-      signalGroup(pgid, "SIGTERM");
-      if (!(await waitGone(pgid, exited, KILL_GRACE_MS))) {
-        signalGroup(pgid, "SIGKILL");
-        await waitGone(pgid, exited, KILL_GRACE_MS);
-      }
+      await stopGroup(pgid, exited);
       options.onGone?.(pgid);
     })();
     return killing;

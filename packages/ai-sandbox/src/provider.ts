@@ -16,9 +16,37 @@ export interface ProviderInstance extends Omit<SandboxInstance, "workspace"> {
   importDirectory(hostDir: string, dest: string): Promise<void>;
   /** Best-effort synchronous cleanup for `process.on('exit')`. */
   disposeSync?(): void;
+  /** The provider's own id of the sandbox (container id, pod name, directory), recorded by a fleet. */
+  readonly providerId?: string;
+  /** Base URL of the sandbox's server as the app reaches it, when it has one (never with credentials). */
+  readonly endpoint?: string;
 }
 
 export interface SandboxProvider {
   readonly name: string;
   create(request: ProviderCreateRequest): Promise<ProviderInstance>;
+}
+
+/**
+ * A provider whose sandboxes are named by key (`ProviderCreateRequest.id`) and outlive the process that
+ * created them: what a fleet (`createFleet`) needs to create, reattach, stop and reap sandboxes from
+ * any replica. Every method may be called from a process other than the one that created the sandbox.
+ * The fleet's leases make sure no two replicas call these for the same key at once.
+ */
+export interface PersistentSandboxProvider extends SandboxProvider {
+  /**
+   * A new sandbox for `request.id`. Must fail (not adopt) when one exists already: that would mean two
+   * replicas created the same sandbox.
+   */
+  create(request: ProviderCreateRequest): Promise<ProviderInstance>;
+  /**
+   * Reattaches to the sandbox of `request.id`, starting it first when it is stopped, with its workspace
+   * as it was (no bootstrap runs again); `undefined` when no such sandbox exists. `request.env` brings
+   * the declared env and secrets back (they are never persisted).
+   */
+  resume(request: ProviderCreateRequest): Promise<ProviderInstance | undefined>;
+  /** Stops the sandbox's processes, keeping its state for `resume`; no error when nothing runs. */
+  stop(id: string): Promise<void>;
+  /** Removes the sandbox and its state; no error when it does not exist. */
+  destroy(id: string): Promise<void>;
 }

@@ -23,7 +23,7 @@ export async function readText(stream: ReadableStream<Uint8Array>): Promise<stri
 
 /** Runs `command` in the sandbox with stdin closed; resolves its stdout and exit code. */
 export async function runIn(
-  sandbox: SandboxInstance,
+  sandbox: Pick<SandboxInstance, "spawn">,
   command: string,
   env?: Record<string, string>,
 ): Promise<{ stdout: string; code: number | null }> {

@@ -15,3 +15,10 @@ export {
   launchChromium,
   launchChromiumContext,
 } from "./browser.js";
+export {
+  postgresMissing,
+  startPostgres,
+  type PostgresCluster,
+  type StartPostgresOptions,
+} from "./postgres.js";
+export { closeWorkers, serveWorker, startWorker, type Worker, type WorkerHandlers } from "./worker.js";
