@@ -8,3 +8,4 @@ export { readSse, type SseEvent } from "./sse.js";
 export { tempDir } from "./temp.js";
 export { waitFor } from "./wait.js";
 export { needService, servicesRequired } from "./services.js";
+export { bwrapUnavailable } from "./bwrap.js";
