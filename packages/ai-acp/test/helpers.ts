@@ -6,6 +6,7 @@ import {
   defineSandbox,
   localProcessSandbox,
   withSandbox,
+  type LocalProcessSandboxOptions,
   type SandboxDefinition,
   type Workspace,
 } from "@sandbox-agent/ai-sandbox";
@@ -40,11 +41,15 @@ export interface TestBed {
   close(): Promise<void>;
 }
 
-export async function testBed(id: string, workspace?: Workspace): Promise<TestBed> {
+export async function testBed(
+  id: string,
+  workspace?: Workspace,
+  provider: Omit<LocalProcessSandboxOptions, "root"> = {},
+): Promise<TestBed> {
   const root = await mkdtemp(join(tmpdir(), "ai-acp-"));
   const sandbox = defineSandbox({
     id,
-    provider: localProcessSandbox({ root }),
+    provider: localProcessSandbox({ ...provider, root }),
     ...(workspace ? { workspace } : {}),
   });
   const harnesses: Array<{ dispose(): Promise<void> }> = [];

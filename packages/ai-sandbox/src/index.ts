@@ -24,6 +24,7 @@ export {
   type SandboxOptions,
 } from "./sandbox.js";
 export { localProcessSandbox, type LocalProcessSandboxOptions } from "./local-process.js";
+export type { BwrapOptions } from "./bwrap.js";
 export {
   defineWorkspace,
   gitRepository,

@@ -24,12 +24,14 @@ export type OpenLocal = (
  * The local provider's persistent mode: the sandbox of id X is the directory `<parentDir>/X`, found
  * again by id from any process on this machine. Stopping kills the process groups the sandbox started
  * (recorded in the directory, each checked against its start time so a recycled pid is never hit) and
- * keeps the files; resuming opens the same directory again.
+ * keeps the files; resuming opens the same directory again. `launched`: commands run under a launcher
+ * (bwrap) that leads their process group (see `stopGroup`).
  */
 export function persistentLocal(
   base: SandboxProvider,
   parentDir: string,
   open: OpenLocal,
+  launched = false,
 ): PersistentSandboxProvider {
   const dirOf = (id: string): string => join(resolve(parentDir), safeId(id));
   const place = (root: string) => ({ root, onSpawn: (pgid: number) => recordGroup(root, pgid) });
@@ -42,7 +44,7 @@ export function persistentLocal(
         .filter(Boolean)
         .map((line) => line.split(" ").map(Number) as [number, number])
         .filter(([pgid, started]) => startTime(pgid) === started)
-        .map(([pgid]) => stopGroup(pgid)),
+        .map(([pgid]) => stopGroup(pgid, undefined, launched)),
     );
     await writeFile(join(root, GROUPS), "").catch(() => undefined);
   };

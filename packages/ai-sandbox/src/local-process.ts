@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { cp, mkdir, mkdtemp, realpath } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { bwrapLauncher, type BwrapOptions } from "./bwrap.js";
 import { LocalFiles } from "./local-files.js";
 import { killGroupSync, spawnGroup } from "./process.js";
 import { persistentLocal, type OpenLocal } from "./local-persistent.js";
@@ -13,7 +14,7 @@ import type {
 } from "./provider.js";
 import type { SandboxProcess, SpawnOptions } from "./types.js";
 
-export interface LocalProcessSandboxOptions {
+export interface LocalProcessSandboxOptions extends BwrapOptions {
   /** Sandbox directory (created if missing, kept on dispose). Default: a fresh temp dir, removed on dispose. */
   root?: string;
   /**
@@ -25,7 +26,16 @@ export interface LocalProcessSandboxOptions {
   home?: string;
   /** Host variables to pass through in addition to the minimal base (e.g. `["SSH_AUTH_SOCK"]`). */
   inheritEnv?: string[];
+  /**
+   * `"bwrap"`: run every command (agent, setup) under bubblewrap; the workspace and the sandbox's
+   * home, tmp and state directories writable at their host paths, system directories read-only,
+   * everything else of the host absent; own user, PID, IPC namespaces. `network`, `readOnly` and
+   * `readWrite` tune it. Default `"none"`: plain host processes (no isolation, no overhead).
+   */
+  isolate?: "none" | "bwrap";
 }
+
+const BWRAP_ONLY = ["network", "readOnly", "readWrite"] as const;
 
 const BASE_VARS = ["PATH", "LANG", "TERM"];
 
@@ -47,6 +57,11 @@ export function localProcessSandbox(
 ): PersistentSandboxProvider;
 export function localProcessSandbox(options?: LocalProcessSandboxOptions): SandboxProvider;
 export function localProcessSandbox(options: LocalProcessSandboxOptions = {}): SandboxProvider {
+  const misplaced = BWRAP_ONLY.filter((name) => options[name] !== undefined);
+  if (options.isolate !== "bwrap" && misplaced.length > 0)
+    throw new TypeError(
+      `localProcessSandbox: ${misplaced.join(", ")} need isolate: "bwrap" (without isolation commands see the whole host and its network)`,
+    );
   const provider = {
     name: "local-process",
     create: (request: ProviderCreateRequest) => createLocal(request, options),
@@ -54,8 +69,11 @@ export function localProcessSandbox(options: LocalProcessSandboxOptions = {}): S
   if (options.parentDir === undefined) return provider;
   if (options.root !== undefined)
     throw new TypeError("localProcessSandbox: give root or parentDir, not both");
-  return persistentLocal(provider, options.parentDir, (request, placement) =>
-    createLocal(request, options, placement),
+  return persistentLocal(
+    provider,
+    options.parentDir,
+    (request, placement) => createLocal(request, options, placement),
+    options.isolate === "bwrap",
   );
 }
 
@@ -78,6 +96,16 @@ async function createLocal(
   };
   await Promise.all(Object.values(dirs).map(mkdirp));
   const home = options.home === "host" ? (process.env["HOME"] ?? dirs.home) : (options.home ?? dirs.home);
+  const launcher =
+    options.isolate === "bwrap"
+      ? await bwrapLauncher(
+          { etcDir: join(root, "etc"), home, writable: [...new Set([...Object.values(dirs), home])] },
+          options,
+        ).catch((error: unknown) => {
+          if (owned) rmSync(root, { recursive: true, force: true });
+          throw error;
+        })
+      : undefined;
   const files = new LocalFiles(root, dirs.workdir);
   const groups = new Set<number>();
   const processes = new Set<SandboxProcess>();
@@ -85,9 +113,11 @@ async function createLocal(
 
   const spawn = async (command: string, opts: SpawnOptions = {}): Promise<SandboxProcess> => {
     if (disposed) throw new Error(`sandbox "${request.id}" is disposed`);
+    const cwd = opts.cwd === undefined ? dirs.workdir : files.resolve(opts.cwd);
     const proc = await spawnGroup(command, {
-      cwd: opts.cwd === undefined ? dirs.workdir : files.resolve(opts.cwd),
+      cwd,
       env: { ...baseEnv(home, dirs.tmp, options.inheritEnv), ...request.env, ...opts.env },
+      ...(launcher !== undefined ? { launcher: [...launcher, "--chdir", cwd, "--"] } : {}),
       onGone: (pgid) => groups.delete(pgid),
     });
     if (proc.pid !== undefined) {

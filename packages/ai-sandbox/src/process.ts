@@ -1,4 +1,5 @@
 import { spawn as spawnChild, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import type { SandboxProcess } from "./types.js";
 
@@ -25,13 +26,47 @@ class TailBuffer {
   }
 }
 
+interface GroupMember {
+  pid: number;
+  /** `R`, `S`, … `Z` for a zombie. */
+  state: string;
+}
+
+/** The members of group `pgid`, from `/proc` (Linux); undefined where there is no `/proc`. */
+function groupMembers(pgid: number): GroupMember[] | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return undefined;
+  }
+  const members: GroupMember[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+      // After the parenthesised name (which may hold spaces and parentheses): state, ppid, pgrp.
+      const [state = "", , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(pgrp) === pgid) members.push({ pid: Number(entry), state });
+    } catch {
+      // Exited since the directory was listed.
+    }
+  }
+  return members;
+}
+
+/**
+ * Whether a process of group `pgid` still runs. Zombies do not count: a member orphaned to PID 1
+ * (bwrap's reaper always is, as bwrap exits before it) stays a zombie until PID 1 reaps it, which
+ * some inits do only every second or so and Node as a container's PID 1 never does.
+ */
 function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  return groupMembers(pgid)?.some((member) => member.state !== "Z" && member.state !== "X") ?? true;
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -50,12 +85,27 @@ async function waitGone(pgid: number, exited: Promise<unknown> | undefined, ms: 
   return !groupAlive(pgid);
 }
 
+/** Signals every member of group `pgid` but its leader. */
+function signalFollowers(pgid: number, signal: NodeJS.Signals): void {
+  for (const { pid } of groupMembers(pgid) ?? []) {
+    if (pid === pgid) continue;
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // ESRCH: exited meanwhile.
+    }
+  }
+}
+
 /**
  * SIGTERM a process group, SIGKILL it after a grace period; resolves once it is gone. `exited` is the
  * leader's exit when it is our child (to wake at once), undefined for a group of another process.
+ * `spareLeader`: the leader is a launcher (bwrap) that would SIGKILL its command at once on SIGTERM,
+ * so SIGTERM goes to the other members only; SIGKILL still reaches the whole group.
  */
-export async function stopGroup(pgid: number, exited?: Promise<unknown>): Promise<void> {
-  signalGroup(pgid, "SIGTERM");
+export async function stopGroup(pgid: number, exited?: Promise<unknown>, spareLeader = false): Promise<void> {
+  if (spareLeader) signalFollowers(pgid, "SIGTERM");
+  else signalGroup(pgid, "SIGTERM");
   if (!(await waitGone(pgid, exited, KILL_GRACE_MS))) {
     signalGroup(pgid, "SIGKILL");
     await waitGone(pgid, exited, KILL_GRACE_MS);
@@ -81,11 +131,22 @@ export interface GroupSpawnOptions {
   env: Record<string, string>;
   /** Called once the process group is gone, to stop tracking it. */
   onGone?: (pgid: number) => void;
+  /**
+   * A program (and its arguments) that runs `/bin/sh -c command` for us: bubblewrap. It leads the
+   * group and is spared the graceful SIGTERM, which goes to the other members only: bwrap dies of
+   * SIGTERM and its `--die-with-parent` would then SIGKILL the sandbox at once, leaving the command
+   * no grace period. The SIGKILL that follows the grace period still goes to the whole group.
+   * The launcher must take every process of the command down when it exits (bwrap does, with a
+   * PID namespace and `--die-with-parent`).
+   */
+  launcher?: readonly string[];
 }
 
-/** Runs `command` with `/bin/sh -c` as the leader of a new process group. */
+/** Runs `command` with `/bin/sh -c` (through `launcher` if given) as the leader of a new process group. */
 export async function spawnGroup(command: string, options: GroupSpawnOptions): Promise<SandboxProcess> {
-  const child = spawnChild("/bin/sh", ["-c", command], {
+  const shell = ["/bin/sh", "-c", command];
+  const [file, ...args] = options.launcher === undefined ? shell : [...options.launcher, ...shell];
+  const child = spawnChild(file as string, args, {
     cwd: options.cwd,
     env: options.env,
     detached: true,
@@ -105,13 +166,15 @@ export async function spawnGroup(command: string, options: GroupSpawnOptions): P
   let killing: Promise<void> | undefined;
   const kill = (): Promise<void> => {
     killing ??= (async () => {
-      await stopGroup(pgid, exited);
+      await stopGroup(pgid, exited, options.launcher !== undefined);
       options.onGone?.(pgid);
     })();
     return killing;
   };
+  // A launcher takes everything down with it, so its exit ends the group; sparing the /proc scan
+  // of `groupAlive` here matters, as bwrap's reaper is a zombie member until PID 1 reaps it.
   void exited.then(() => {
-    if (!groupAlive(pgid)) options.onGone?.(pgid);
+    if (options.launcher !== undefined || !groupAlive(pgid)) options.onGone?.(pgid);
   });
   return {
     pid: pgid,

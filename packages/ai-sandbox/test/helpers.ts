@@ -88,8 +88,14 @@ export class ShellAdapter extends BaseTextAdapter<
   }
 }
 
-/** Lists the processes of group `pgid` that are still running (zombies excluded). */
-export async function groupSurvivors(pgid: number): Promise<string[]> {
+interface HostProcess {
+  pgid: number;
+  pid: number;
+  args: string;
+}
+
+/** Every running process of this machine as `ps` sees it (zombies excluded). */
+async function hostProcesses(): Promise<HostProcess[]> {
   const { execFile } = await import("node:child_process");
   const out = await new Promise<string>((resolve) =>
     execFile("ps", ["-e", "-o", "pgid=,stat=,pid=,args="], (_error, stdout) => resolve(stdout)),
@@ -97,6 +103,16 @@ export async function groupSurvivors(pgid: number): Promise<string[]> {
   return out
     .split("\n")
     .map((line) => line.trim().split(/\s+/))
-    .filter(([group, stat]) => Number(group) === pgid && !stat?.startsWith("Z"))
-    .map((cols) => cols.slice(3).join(" "));
+    .filter(([group, stat]) => group !== "" && !stat?.startsWith("Z"))
+    .map((cols) => ({ pgid: Number(cols[0]), pid: Number(cols[2]), args: cols.slice(3).join(" ") }));
+}
+
+/** Lists the processes of group `pgid` that are still running (zombies excluded). */
+export async function groupSurvivors(pgid: number): Promise<string[]> {
+  return (await hostProcesses()).filter((p) => p.pgid === pgid).map((p) => p.args);
+}
+
+/** Host pids of the running processes whose command line is exactly `args`. */
+export async function pidsRunning(args: string): Promise<number[]> {
+  return (await hostProcesses()).filter((p) => p.args === args).map((p) => p.pid);
 }

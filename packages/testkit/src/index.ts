@@ -22,3 +22,4 @@ export {
   type StartPostgresOptions,
 } from "./postgres.js";
 export { closeWorkers, serveWorker, startWorker, type Worker, type WorkerHandlers } from "./worker.js";
+export { bwrapUnavailable } from "./bwrap.js";
