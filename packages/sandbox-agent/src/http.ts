@@ -40,6 +40,11 @@ export class HttpTransport {
     };
   }
 
+  /** Whether requests carry a bearer token (WebSockets in browsers then need a ticket). */
+  get hasToken(): boolean {
+    return this.options.token !== undefined && this.options.token !== "";
+  }
+
   get fetch(): FetchLike {
     return this.options.fetch ?? globalThis.fetch;
   }
