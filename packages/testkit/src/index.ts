@@ -7,5 +7,6 @@ export { startServer, stopChild, type RunningServer, type StartServerOptions } f
 export { readSse, type SseEvent } from "./sse.js";
 export { startProxy, type CuttableProxy } from "./proxy.js";
 export { tempDir } from "./temp.js";
+export { processesWith } from "./procs.js";
 export { waitFor } from "./wait.js";
 export { needService, servicesRequired } from "./services.js";
