@@ -1,0 +1,42 @@
+// Helpers shared by the benchmarks.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { serverBin, tempDir } from "@sandbox-agent/testkit";
+
+/** The `p`th percentile of `values`. */
+export const percentile = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+
+/** Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy. */
+export async function startServer(extraArgs = [], configJson) {
+  const args = [serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
+  if (configJson) {
+    const file = `${tempDir()}/config.json`;
+    writeFileSync(file, JSON.stringify(configJson));
+    args.push("--config", file);
+  }
+  const started = performance.now();
+  const child = spawn(process.execPath, args, {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() },
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      const m = /listening on (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
+  });
+  for (;;) {
+    const ok = await fetch(`${url}/v2/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+  }
+  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
+}
