@@ -40,3 +40,36 @@ export async function startServer(extraArgs = [], configJson) {
   }
   return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
 }
+
+/** Runs a benchmark's `main` and exits (servers and agents it started may still be stopping). */
+export function runMain(main) {
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * A minimal SSE splitter for exactly the blocks our server writes (`id:`, `event:`, `data:` lines):
+ * returns `feed(text)`, which calls `onEvent(event, data)` per block that has data.
+ */
+export function sseSplitter(onEvent) {
+  let buffer = "";
+  return (text) => {
+    buffer += text;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const at = block.indexOf("data: ");
+      if (at === -1 || at + 6 >= block.length) continue;
+      // Header lines come before `data:`: look back from it only (run.mjs streams 200,000 events).
+      const e = block.lastIndexOf("event: ", at);
+      const event = e === -1 ? undefined : block.slice(e + 7, block.indexOf("\n", e));
+      onEvent(event, block.slice(at + 6));
+    }
+  };
+}

@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { WebSocket } from "ws";
-import { percentile, startServer } from "./common.mjs";
+import { percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
@@ -136,24 +136,16 @@ async function follow(url, encoding) {
   const started = performance.now();
   await post(`${url}/v2/processes/${proc.id}/input`, { data: "go\n" });
   let bytes = 0;
-  let buffer = "";
   let exited = false;
+  const feed = sseSplitter((event, data) => {
+    const chunk = JSON.parse(data);
+    if (event === "exit") exited = true;
+    else
+      bytes +=
+        encoding === "base64" ? Buffer.from(chunk.data, "base64").length : Buffer.byteLength(chunk.data);
+  });
   res.setEncoding("utf8");
-  for await (const text of res) {
-    buffer += text;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const at = block.indexOf("data: ");
-      if (at === -1) continue;
-      const event = JSON.parse(block.slice(at + 6));
-      if (block.includes("event: exit")) exited = true;
-      else
-        bytes +=
-          encoding === "base64" ? Buffer.from(event.data, "base64").length : Buffer.byteLength(event.data);
-    }
-  }
+  for await (const text of res) feed(text);
   if (!exited || bytes !== FOLLOW_BYTES) throw new Error(`follow lost output: ${bytes} of ${FOLLOW_BYTES}`);
   await post(`${url}/v2/processes/${proc.id}/kill`);
   return rate(bytes, started);
@@ -198,10 +190,4 @@ async function main() {
 `);
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -7,7 +7,7 @@ import http from "node:http";
 import { readFileSync } from "node:fs";
 import { createParser } from "eventsource-parser";
 import { mockAgentBin } from "@sandbox-agent/testkit";
-import { percentile, startServer } from "./common.mjs";
+import { percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
@@ -132,17 +132,7 @@ class HttpAgent {
       const parser = createParser({ onEvent: (event) => event.data && dispatch(event.data) });
       feed = (text) => parser.feed(text);
     } else {
-      let buffer = "";
-      feed = (text) => {
-        buffer += text;
-        let end;
-        while ((end = buffer.indexOf("\n\n")) !== -1) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const at = block.indexOf("data: ");
-          if (at !== -1 && at + 6 < block.length) dispatch(block.slice(at + 6));
-        }
-      };
+      feed = sseSplitter((_event, data) => dispatch(data));
     }
     res.setEncoding("utf8");
     res.on("data", feed);
@@ -357,10 +347,4 @@ async function main() {
 `);
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runMain(main);
