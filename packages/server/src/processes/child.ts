@@ -89,10 +89,10 @@ export class ChildHandle {
 
 /** Starts `spec`; rejects with a `ProcessError` when the command, its directory or a terminal is missing. */
 export async function startChild(spec: ChildSpec): Promise<ChildHandle> {
-  await checkDirectory(spec.cwd);
-  const program = await resolveCommand(spec.command, spec.env.PATH ?? "", spec.cwd);
+  checkDirectory(spec.cwd);
+  const program = resolveCommand(spec.command, spec.env.PATH ?? "", spec.cwd);
   const [file, args, argv0] = spec.tty
-    ? await ptySpawnArgs(program, spec.args, spec.tty, spec.env.SHELL)
+    ? ptySpawnArgs(program, spec.args, spec.tty, spec.env.SHELL)
     : [program, spec.args, spec.command];
   const env = spec.tty ? { ...spec.env, SHELL: "/bin/sh" } : spec.env;
   const child = spawn(file, args, { cwd: spec.cwd, env, argv0, detached: true, stdio: "pipe" });

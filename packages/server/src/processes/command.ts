@@ -1,5 +1,4 @@
-import { constants } from "node:fs";
-import { access, stat } from "node:fs/promises";
+import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
 
 /** Why the process API refused a request; the HTTP routes and the ACP handlers map each kind. */
@@ -25,8 +24,12 @@ export class ProcessError extends Error {
   }
 }
 
-export async function checkDirectory(cwd: string): Promise<void> {
-  const info = await stat(cwd).catch(() => undefined);
+// The lookups below are synchronous on purpose: a few metadata reads of local paths take
+// microseconds, while each asynchronous one is a thread-pool round trip (measured: resolving
+// `true` on an 11-entry PATH, 0.15 ms sync against 0.9-2.2 ms async), and `run` answers in a few ms.
+
+export function checkDirectory(cwd: string): void {
+  const info = statSync(cwd, { throwIfNoEntry: false });
   if (!info?.isDirectory()) throw new ProcessError("bad-cwd", `The working directory ${cwd} does not exist.`);
 }
 
@@ -34,7 +37,7 @@ export async function checkDirectory(cwd: string): Promise<void> {
  * The executable `command` names, looked up in `PATH` like a shell does (a name with a `/` is a
  * path relative to `cwd`), so a missing program is a clear 4xx before anything is started.
  */
-export async function resolveCommand(command: string, pathVariable: string, cwd: string): Promise<string> {
+export function resolveCommand(command: string, pathVariable: string, cwd: string): string {
   const candidates = command.includes("/")
     ? [path.resolve(cwd, command)]
     : pathVariable
@@ -43,9 +46,8 @@ export async function resolveCommand(command: string, pathVariable: string, cwd:
         .map((dir) => path.resolve(cwd, dir, command));
   let found: string | undefined;
   for (const candidate of candidates) {
-    const info = await stat(candidate).catch(() => undefined);
-    if (!info?.isFile()) continue;
-    if (await isExecutable(candidate)) return candidate;
+    if (!statSync(candidate, { throwIfNoEntry: false })?.isFile()) continue;
+    if (isExecutable(candidate)) return candidate;
     found ??= candidate;
   }
   if (found !== undefined) throw new ProcessError("not-executable", `${found} is not executable.`);
@@ -53,9 +55,11 @@ export async function resolveCommand(command: string, pathVariable: string, cwd:
   throw new ProcessError("command-not-found", `Command not found${where}: ${JSON.stringify(command)}.`);
 }
 
-function isExecutable(file: string): Promise<boolean> {
-  return access(file, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

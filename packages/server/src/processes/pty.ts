@@ -29,13 +29,13 @@ export interface WindowSize {
 }
 
 /** `script(1)` arguments that run `program args…` on a new terminal of the given size. */
-export async function ptySpawnArgs(
+export function ptySpawnArgs(
   program: string,
   args: readonly string[],
   size: WindowSize,
   shell: string | undefined,
-): Promise<[string, string[], string]> {
-  const script = await scriptBinary();
+): [string, string[], string] {
+  const script = scriptBinary();
   // script runs the line with $SHELL -c; the server sets SHELL=/bin/sh for it and restores the
   // caller's value for the command.
   const restoreShell = shell === undefined ? "unset SHELL" : `export SHELL=${quote(shell)}`;
@@ -47,17 +47,19 @@ export async function ptySpawnArgs(
   return [script, ["-qfec", line, "/dev/null"], SCRIPT];
 }
 
-let scriptPath: Promise<string> | undefined;
+let scriptPath: string | undefined;
 
-async function scriptBinary(): Promise<string> {
-  scriptPath ??= resolveCommand(SCRIPT, process.env.PATH ?? "/usr/bin:/bin", "/").catch(() => {
-    scriptPath = undefined; // installed later: found on the next try
+function scriptBinary(): string {
+  try {
+    // Looked up once, in the server's PATH; a failed lookup is retried, in case it gets installed.
+    scriptPath ??= resolveCommand(SCRIPT, process.env.PATH ?? "/usr/bin:/bin", "/");
+    return scriptPath;
+  } catch {
     throw new ProcessError(
       "tty-unavailable",
       "Terminals need script(1) from util-linux on the server's PATH (Debian/Ubuntu: bsdutils, Alpine: util-linux-misc).",
     );
-  });
-  return scriptPath;
+  }
 }
 
 /** The terminal device `script` (pid) holds, e.g. `/dev/pts/3`. */
