@@ -111,7 +111,10 @@ export function decodeEntry(entry: WireEntry): LogEntry {
 const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
 
 export function fromBase64(text: string): Uint8Array {
-  if (NodeBuffer) return NodeBuffer.from(text, "base64");
+  if (NodeBuffer) {
+    const bytes = NodeBuffer.from(text, "base64");
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length); // a plain Uint8Array, no copy
+  }
   const binary = atob(text);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
