@@ -1,7 +1,13 @@
 // Helpers shared by the benchmarks.
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { serverBin, tempDir } from "@sandbox-agent/testkit";
+
+/** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
+export const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 
 /** The `p`th percentile of `values`. */
 export const percentile = (values, p) => {

@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { WebSocket } from "ws";
-import { percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
@@ -123,7 +123,7 @@ function rate(bytes, started) {
  * Follows a process' logs over SSE and decodes every chunk the way a client must (split events,
  * JSON.parse, base64 or UTF-8 data); the process waits for input so the follower is attached first.
  */
-async function follow(url, encoding) {
+async function follow(url, encoding, serverPid) {
   const proc = await post(`${url}/v2/processes`, {
     command: "sh",
     args: ["-c", `read go; ${producer(FOLLOW_BYTES)}`],
@@ -134,6 +134,8 @@ async function follow(url, encoding) {
       .on("error", reject),
   );
   const started = performance.now();
+  const cpuBefore = cpuMs(serverPid);
+  const clientBefore = process.cpuUsage();
   await post(`${url}/v2/processes/${proc.id}/input`, { data: "go\n" });
   let bytes = 0;
   let exited = false;
@@ -147,8 +149,16 @@ async function follow(url, encoding) {
   res.setEncoding("utf8");
   for await (const text of res) feed(text);
   if (!exited || bytes !== FOLLOW_BYTES) throw new Error(`follow lost output: ${bytes} of ${FOLLOW_BYTES}`);
+  const client = process.cpuUsage(clientBefore);
+  const mb = bytes / 2 ** 20;
+  const result = {
+    ...rate(bytes, started),
+    // CPU time per MiB is steadier than rates on a shared machine.
+    serverCpuMsPerMB: (cpuMs(serverPid) - cpuBefore) / mb,
+    clientCpuMsPerMB: (client.user + client.system) / 1000 / mb,
+  };
   await post(`${url}/v2/processes/${proc.id}/kill`);
-  return rate(bytes, started);
+  return result;
 }
 
 async function main() {
@@ -165,8 +175,8 @@ async function main() {
 
   log(`follow-logs throughput: ${FOLLOW_BYTES / 2 ** 20} MiB from a pipe here, then over SSE…`);
   const pipe = await directPipe();
-  const sseBase64 = await follow(server.url, "base64");
-  const sseUtf8 = await follow(server.url, "utf8");
+  const sseBase64 = await follow(server.url, "base64", server.child.pid);
+  const sseUtf8 = await follow(server.url, "utf8", server.child.pid);
   server.stop();
 
   const results = {
@@ -187,6 +197,8 @@ async function main() {
 | keystroke → echo p99 (ms) | ${f(echoDirect.p99, 3)} | ${f(echoServer.p99, 3)} | +${f(echoServer.p99 - echoDirect.p99, 3)} ms | |
 | follow-logs, base64 (MB/s) | ${f(pipe.mbPerSecond, 0)} | ${f(sseBase64.mbPerSecond, 0)} | ${pct(sseBase64.mbPerSecond, pipe.mbPerSecond)} | ≥ 50 MB/s |
 | follow-logs, utf8 (MB/s) | ${f(pipe.mbPerSecond, 0)} | ${f(sseUtf8.mbPerSecond, 0)} | ${pct(sseUtf8.mbPerSecond, pipe.mbPerSecond)} | ≥ 50 MB/s |
+| follow-logs CPU per MiB, base64: server / client (ms) | | ${f(sseBase64.serverCpuMsPerMB, 1)} / ${f(sseBase64.clientCpuMsPerMB, 1)} | | |
+| follow-logs CPU per MiB, utf8: server / client (ms) | | ${f(sseUtf8.serverCpuMsPerMB, 1)} / ${f(sseUtf8.clientCpuMsPerMB, 1)} | | |
 `);
 }
 

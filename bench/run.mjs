@@ -7,7 +7,7 @@ import http from "node:http";
 import { readFileSync } from "node:fs";
 import { createParser } from "eventsource-parser";
 import { mockAgentBin } from "@sandbox-agent/testkit";
-import { percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
@@ -17,11 +17,6 @@ const STREAM_EVENTS = quick ? 50_000 : 200_000;
 const IDLE_CONNECTIONS = quick ? 200 : 1000;
 const THROUGHPUT_ROUNDS = quick ? 3 : 5;
 
-/** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
-const cpuMs = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const log = (...a) => !asJson && console.error(...a);
 
