@@ -12,7 +12,8 @@ export interface RemoteSpawnOptions {
 
 /** Swallows "the process is gone or its stdin closed" (409/404); rethrows anything else. */
 function ignoreGone(error: unknown): void {
-  if (!(error instanceof SandboxAgentHttpError) || (error.status !== 409 && error.status !== 404)) throw error;
+  if (!(error instanceof SandboxAgentHttpError) || (error.status !== 409 && error.status !== 404))
+    throw error;
 }
 
 /** Keeps the last `limit` bytes of stderr as text. */
