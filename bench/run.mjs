@@ -6,7 +6,8 @@ import { spawn } from "node:child_process";
 import http from "node:http";
 import { readFileSync } from "node:fs";
 import { createParser } from "eventsource-parser";
-import { mockAgentBin, serverBin, tempDir } from "@sandbox-agent/testkit";
+import { mockAgentBin } from "@sandbox-agent/testkit";
+import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
@@ -16,15 +17,6 @@ const STREAM_EVENTS = quick ? 50_000 : 200_000;
 const IDLE_CONNECTIONS = quick ? 200 : 1000;
 const THROUGHPUT_ROUNDS = quick ? 3 : 5;
 
-const percentile = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-};
-/** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
-const cpuMs = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const log = (...a) => !asJson && console.error(...a);
 
@@ -135,17 +127,7 @@ class HttpAgent {
       const parser = createParser({ onEvent: (event) => event.data && dispatch(event.data) });
       feed = (text) => parser.feed(text);
     } else {
-      let buffer = "";
-      feed = (text) => {
-        buffer += text;
-        let end;
-        while ((end = buffer.indexOf("\n\n")) !== -1) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const at = block.indexOf("data: ");
-          if (at !== -1 && at + 6 < block.length) dispatch(block.slice(at + 6));
-        }
-      };
+      feed = sseSplitter((_event, data) => dispatch(data));
     }
     res.setEncoding("utf8");
     res.on("data", feed);
@@ -171,37 +153,6 @@ class HttpAgent {
     });
     res.resume();
   }
-}
-
-async function startServer(extraArgs = [], configJson) {
-  const args = [serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
-  if (configJson) {
-    const file = `${tempDir()}/config.json`;
-    (await import("node:fs")).writeFileSync(file, JSON.stringify(configJson));
-    args.push("--config", file);
-  }
-  const started = performance.now();
-  const child = spawn(process.execPath, args, {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() },
-  });
-  const url = await new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d) => {
-      out += d;
-      const m = /listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
-  });
-  for (;;) {
-    const ok = await fetch(`${url}/v2/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-  }
-  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
 }
 
 async function roundTrips(agent) {
@@ -391,10 +342,4 @@ async function main() {
 `);
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -6,6 +6,8 @@ export {
   type AgentRequestContext,
 } from "./client.js";
 export type { AcpHttpStreamOptions, AcpEnvelope, ReconnectOptions } from "./options.js";
+/** The SSE body reader the transport uses, for other streams of the same server (e.g. process logs). */
+export { sseItems, type SseItem } from "./sse.js";
 export {
   AcpHttpError,
   AcpRpcError,

@@ -114,6 +114,14 @@ async function openTransport<TOptions extends object>(
     signal: request.signal,
   };
   if (config.openTransport) return config.openTransport(ctx);
+  // `command` runs inside the sandbox whatever the provider (the remote one through its process
+  // API); without one, a provider's own ACP connection serves the agent named `name`.
+  if (config.command) {
+    return stdioTransport(request.sandbox, config.command(ctx), {
+      cwd,
+      ...(config.env ? { env: config.env } : {}),
+    });
+  }
   if (request.sandbox.openAcp) {
     const stream = await request.sandbox.openAcp({
       agent: config.name,
@@ -121,13 +129,7 @@ async function openTransport<TOptions extends object>(
     });
     return { kind: "stream", stream, dispose: () => stream.close() };
   }
-  if (!config.command) {
-    throw new AcpHarnessError("config", `${config.name}: set \`command\` or \`openTransport\``);
-  }
-  return stdioTransport(request.sandbox, config.command(ctx), {
-    cwd,
-    ...(config.env ? { env: config.env } : {}),
-  });
+  throw new AcpHarnessError("config", `${config.name}: set \`command\` or \`openTransport\``);
 }
 
 function startBridge<TOptions extends object>(

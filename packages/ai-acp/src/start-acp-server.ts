@@ -34,8 +34,8 @@ const BRIDGE_SCRIPT = fileURLToPath(new URL("./bin/acp-ws-bridge.js", import.met
 /**
  * Starts a WebSocket ACP server inside the sandbox that bridges each connection
  * to a fresh `command` process over stdio. The bridge is a Node script, so the
- * sandbox must be able to run this package's files (true for the local-process
- * provider).
+ * sandbox must be able to run this package's files (true for the local-process provider and a
+ * sandbox-agent server on this machine).
  */
 export async function startAcpServerInSandbox(
   sandbox: SandboxInstance,

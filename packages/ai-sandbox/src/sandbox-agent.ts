@@ -1,9 +1,11 @@
+import { posix } from "node:path";
 import type { AnyMessage } from "@agentclientprotocol/sdk";
 import { createAcpHttpStream } from "acp-http-client";
 import type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
 import { SandboxAgentClient } from "sandbox-agent";
 import { RemoteFiles, uploadDirectory } from "./remote-files.js";
-import type { SandboxAcpStream } from "./types.js";
+import { spawnRemote } from "./remote-process.js";
+import type { SandboxAcpStream, SandboxProcess, SpawnOptions } from "./types.js";
 
 const DEFAULT_WORKDIR = "/workspace";
 
@@ -19,7 +21,10 @@ export interface SandboxAgentSandboxOptions {
   fsRoot?: string;
 }
 
-/** A remote sandbox reached through a sandbox-agent server: files via `/v2/fs/*`, the agent via `/v2/rpc`. */
+/**
+ * A remote sandbox reached through a sandbox-agent server: files via `/v2/fs/*`, commands via
+ * `/v2/processes`, the agent via `/v2/rpc`.
+ */
 export function sandboxAgentSandbox(options: SandboxAgentSandboxOptions): SandboxProvider {
   return { name: "sandbox-agent", create: (request) => createRemote(request, options) };
 }
@@ -28,7 +33,7 @@ async function createRemote(
   request: ProviderCreateRequest,
   options: SandboxAgentSandboxOptions,
 ): Promise<ProviderInstance> {
-  // Only `fs` is used: the agent connection goes through `openAcp`, so this client never connects.
+  // Files and processes only: the agent connection goes through `openAcp`, so this client never connects.
   const sdk = new SandboxAgentClient({
     baseUrl: options.baseUrl,
     agent: options.agent ?? "default",
@@ -58,6 +63,18 @@ async function createRemote(
     void stream.closed.then(() => open.delete(stream));
     return stream;
   };
+  const processes = new Set<SandboxProcess>();
+  let disposed = false;
+  const spawn = async (command: string, opts: SpawnOptions = {}): Promise<SandboxProcess> => {
+    if (disposed) throw new Error(`sandbox "${request.id}" is disposed`);
+    const proc = await spawnRemote(sdk.processes, command, {
+      cwd: opts.cwd === undefined ? workdir : posix.resolve(workdir, opts.cwd),
+      env: { ...request.env, ...opts.env },
+    });
+    processes.add(proc);
+    void proc.exited.then(() => processes.delete(proc));
+    return proc;
+  };
   return {
     id: request.id,
     provider: "sandbox-agent",
@@ -65,14 +82,15 @@ async function createRemote(
     stateDir: `${workdir}/.sandbox`,
     env: Object.freeze({ ...request.env }),
     files,
-    spawn: () =>
-      Promise.reject(
-        new Error("the sandbox-agent provider cannot run shell commands; the agent is reached via openAcp"),
-      ),
+    spawn,
     importDirectory: (hostDir, dest) => uploadDirectory(files, hostDir, dest),
     openAcp,
     dispose: async () => {
-      await Promise.all([...open].map((stream) => stream.close()));
+      disposed = true;
+      await Promise.all([
+        ...[...open].map((stream) => stream.close()),
+        ...[...processes].map((proc) => proc.kill()),
+      ]);
     },
   };
 }

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { client, type SessionNotification } from "@agentclientprotocol/sdk";
-import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { processesWith, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import {
   defineSandbox,
   defineWorkspace,
@@ -15,6 +16,7 @@ import {
   type SandboxDefinition,
   type SandboxInstance,
 } from "../src/index.js";
+import { readText, runIn } from "./helpers.js";
 
 const TOKEN = "test-token-ai-sandbox";
 let server: RunningServer;
@@ -143,8 +145,93 @@ describe("sandbox-agent provider (real server)", { timeout: 30_000 }, () => {
     }
   });
 
-  it("reports that shell commands are not available remotely", async () => {
+  it("spawns through the process API: stdin, stdout, stderr tail, exit status, env and cwd", async () => {
     const instance = await definition.start();
-    await assert.rejects(instance.spawn("true"), /cannot run shell commands/);
+    const cat = await instance.spawn("cat; echo to-stderr >&2; exit 4");
+    const writer = cat.stdin.getWriter();
+    await writer.write(new TextEncoder().encode("through "));
+    await writer.write(new TextEncoder().encode("the server\n"));
+    await writer.close();
+    assert.equal(await readText(cat.stdout), "through the server\n");
+    assert.deepEqual(await cat.exited, { code: 4, signal: null });
+    assert.equal(cat.stderrTail(), "to-stderr\n");
+
+    await instance.files.writeFile("sub/marker.txt", "m");
+    const env = await runIn(instance, "pwd; echo $FROM_SPAWN; ls", { FROM_SPAWN: "spawn-env" });
+    assert.equal(env.stdout.split("\n")[1], "spawn-env");
+    const inSub = await instance.spawn("pwd; ls", { cwd: "sub" });
+    await inSub.stdin.close();
+    assert.equal(await readText(inSub.stdout), `${join(workdir, "sub")}\nmarker.txt\n`);
+  });
+
+  it("runs workspace setup commands in the remote sandbox and fails start() with their stderr", async () => {
+    const setUp = defineSandbox({
+      id: "remote-setup",
+      provider: sandboxAgentSandbox({ baseUrl: server.baseUrl, token: TOKEN, workdir }),
+      workspace: defineWorkspace({
+        env: { SETUP_VALUE: "from-workspace" },
+        setup: ["echo $SETUP_VALUE > setup-ran.txt", "git --version > git-version.txt"],
+      }),
+    });
+    try {
+      await setUp.start();
+      assert.equal(readFileSync(join(workdir, "setup-ran.txt"), "utf8"), "from-workspace\n");
+      assert.match(readFileSync(join(workdir, "git-version.txt"), "utf8"), /^git version/);
+    } finally {
+      await setUp.dispose();
+    }
+    const failing = defineSandbox({
+      id: "remote-setup-fails",
+      provider: sandboxAgentSandbox({ baseUrl: server.baseUrl, token: TOKEN, workdir }),
+      workspace: defineWorkspace({ setup: "echo missing-tool >&2; exit 9" }),
+    });
+    await assert.rejects(failing.start(), /failed \(exit code 9\): missing-tool/);
+    await failing.dispose();
+  });
+
+  it("clones a git repository inside the sandbox with git run through spawn", async () => {
+    const repo = tempDir("ai-sandbox-remote-repo-");
+    const git = (...args: string[]) =>
+      execFileSync(
+        "git",
+        ["-c", "init.defaultBranch=main", "-c", "user.name=t", "-c", "user.email=t@t", ...args],
+        {
+          cwd: repo,
+        },
+      );
+    writeFileSync(join(repo, "SKILL.md"), "# skill\n");
+    git("init", "--quiet");
+    git("add", ".");
+    git("commit", "--quiet", "-m", "skill v1");
+    const instance = await definition.start();
+    const clone = await runIn(
+      instance,
+      `git clone --quiet ${repo} skills/cloned && git -C skills/cloned log --format=%s`,
+    );
+    assert.deepEqual(clone, { stdout: "skill v1\n", code: 0 });
+    assert.equal(
+      Buffer.from((await instance.files.readFile("skills/cloned/SKILL.md")) ?? []).toString(),
+      "# skill\n",
+    );
+    rmSync(repo, { recursive: true, force: true });
+  });
+
+  it("kills a spawned process group, and dispose() kills what still runs", async () => {
+    const marker = "4711.81";
+    const temporary = defineSandbox({
+      id: "remote-kill",
+      provider: sandboxAgentSandbox({ baseUrl: server.baseUrl, token: TOKEN, workdir }),
+    });
+    const instance = await temporary.start();
+    const killed = await instance.spawn(`sleep ${marker} & sleep ${marker}`);
+    await waitFor(() => processesWith(marker).length >= 2, 5000, "the sleeps");
+    await killed.kill();
+    assert.equal((await killed.exited).signal, "SIGTERM");
+    assert.deepEqual(processesWith(marker), []);
+    await instance.spawn(`sleep ${marker}`);
+    await waitFor(() => processesWith(marker).length >= 1, 5000, "the sleep");
+    await temporary.dispose();
+    assert.deepEqual(processesWith(marker), []);
+    await assert.rejects(instance.spawn("true"), /disposed/);
   });
 });

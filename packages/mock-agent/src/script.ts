@@ -11,6 +11,9 @@ export type ScriptCommand =
   | { name: "permission"; title: string }
   | { name: "write"; path: string; content: string }
   | { name: "read"; path: string }
+  | { name: "fs-write"; path: string; content: string }
+  | { name: "terminal"; line: string }
+  | { name: "terminal-kill"; line: string }
   | { name: "sleep"; ms: number }
   | { name: "slow"; count: number; ms: number }
   | { name: "crash"; code: number }
@@ -113,6 +116,13 @@ const PARSERS: Record<CommandName, Parser> = {
   permission: (rest) => ({ name: "permission", title: rest || "mock action" }),
   write: (rest, w) => ({ name: "write", path: required(w[0] ?? "", "write path"), content: after(rest, 1) }),
   read: (rest) => ({ name: "read", path: required(rest, "read path") }),
+  "fs-write": (rest, w) => ({
+    name: "fs-write",
+    path: required(w[0] ?? "", "fs-write path"),
+    content: after(rest, 1),
+  }),
+  terminal: (rest) => ({ name: "terminal", line: required(rest, "terminal command line") }),
+  "terminal-kill": (rest) => ({ name: "terminal-kill", line: required(rest, "terminal-kill command line") }),
   sleep: (_, w) => ({ name: "sleep", ms: int(w, 0, "sleep MS") }),
   slow: (_, w) => ({ name: "slow", count: int(w, 0, "slow N"), ms: int(w, 1, "slow MS") }),
   crash: (_, w) => ({ name: "crash", code: int(w, 0, "crash code", 1) }),
@@ -177,11 +187,14 @@ function firstWord(segment: string): string {
   return segment.trim().split(/\s+/, 1)[0] ?? "";
 }
 
-/** Splits the prompt into segments: lines, then `;` (except `json` lines, which are verbatim). */
+/** Commands whose line is taken verbatim: their argument may contain `;`. */
+const VERBATIM = new Set(["json", "terminal", "terminal-kill"]);
+
+/** Splits the prompt into segments: lines, then `;` (except verbatim lines: `json`, `terminal`…). */
 function segments(text: string): string[] {
   return text
     .split(/\r?\n/)
-    .flatMap((line) => (firstWord(line) === "json" ? [line] : line.split(";")))
+    .flatMap((line) => (VERBATIM.has(firstWord(line)) ? [line] : line.split(";")))
     .map((s) => s.trim())
     .filter(Boolean);
 }

@@ -100,14 +100,19 @@ describe("script commands", { timeout: 20_000 }, () => {
       assert.match(missing ?? "", /^ext-request error: -32601 .*_mock\/missing/);
     }));
 
-  it("read uses the client's fs when it has one", async () => {
+  it("read uses the client's fs when it has one; fs-write and terminal need the capability", async () => {
     await withSession({ readTextFile: (p) => `content of ${path.basename(p)}` }, async (s) => {
       await s.prompt("read notes.txt");
       assert.deepEqual(s.texts(), ["read notes.txt: content of notes.txt"]);
     });
     await withSession({}, async (s) => {
-      await s.prompt("read notes.txt");
-      assert.deepEqual(s.texts(), ["fs not supported"]);
+      await s.prompt("read notes.txt; fs-write notes.txt x; terminal echo hi; terminal-kill sleep 9");
+      assert.deepEqual(s.texts(), [
+        "fs not supported",
+        "fs not supported",
+        "terminal not supported",
+        "terminal not supported",
+      ]);
     });
   });
 

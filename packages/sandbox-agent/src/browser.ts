@@ -43,6 +43,26 @@ export type {
   WriteOptions,
   FileData,
 } from "./filesystem.js";
+export type {
+  Processes,
+  ProcessInfo,
+  CommandOptions,
+  RunOptions,
+  RunResult,
+  CreateOptions,
+  LogEntry,
+  LogsOptions,
+  LogsResult,
+  OutputStream,
+} from "./processes.js";
+export type { LogEvent, FollowOptions } from "./log-stream.js";
+export {
+  Terminal,
+  type TerminalOptions,
+  type TerminalExit,
+  type WebSocketLike,
+  type WebSocketConstructor,
+} from "./terminal.js";
 export type { FetchLike } from "./http.js";
 export type { AcpEnvelope } from "acp-http-client";
 export type * from "./types.js";

@@ -29,6 +29,7 @@ import {
 } from "./events.js";
 import { FileSystem } from "./filesystem.js";
 import { HttpTransport, type FetchLike } from "./http.js";
+import { Processes } from "./processes.js";
 import { metadataOf } from "./metadata.js";
 import type {
   AgentInfo,
@@ -85,6 +86,8 @@ export class SandboxAgentClient {
   readonly agent: string;
   /** Files inside the sandbox. */
   readonly fs: FileSystem;
+  /** Processes and terminals inside the sandbox; need no agent connection. */
+  readonly processes: Processes;
   private readonly http: HttpTransport;
   private readonly control: ControlPlane;
   private readonly hub = new EventHub();
@@ -104,6 +107,7 @@ export class SandboxAgentClient {
     this.baseUrl = this.http.baseUrl;
     this.agent = options.agent;
     this.fs = new FileSystem(this.http);
+    this.processes = new Processes(this.http);
     this.control = new ControlPlane(this.http);
     this.hub.subscribe({ types: ["update"] }, (event) => this.trackConfig(event));
     this.hub.subscribe({ types: ["ended"] }, (event) => {

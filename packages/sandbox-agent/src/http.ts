@@ -40,6 +40,11 @@ export class HttpTransport {
     };
   }
 
+  /** Whether requests carry a bearer token (WebSockets in browsers then need a ticket). */
+  get hasToken(): boolean {
+    return this.options.token !== undefined && this.options.token !== "";
+  }
+
   /** The caller's fetch, or the global one called as a plain function (browsers reject `fetch` invoked with another `this`). */
   get fetch(): FetchLike {
     return this.options.fetch ?? ((input, init) => globalThis.fetch(input, init));

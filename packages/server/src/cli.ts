@@ -102,6 +102,7 @@ async function serverCommand(argv: string[]): Promise<void> {
     fsRoot,
     fsMaxUploadBytes: fsMaxUpload,
     limits: config.limits,
+    processLimits: config.processes,
     logLevel,
   });
   process.stdout.write(`sandbox-agent listening on ${running.url}\n`);

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { AgentSpec } from "./agents/types.js";
+import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from "./processes/limits.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 
 const agentSpecSchema = z.strictObject({
@@ -17,6 +18,12 @@ const limitsSchema = z.strictObject(
   },
 );
 
+const processLimitsSchema = z.strictObject(
+  Object.fromEntries(
+    Object.keys(DEFAULT_PROCESS_LIMITS).map((k) => [k, z.number().int().positive().optional()]),
+  ) as { [K in keyof ProcessLimits]: z.ZodOptional<z.ZodNumber> },
+);
+
 /** The `--config FILE` format. Unknown keys are rejected so typos don't pass silently. */
 export const configFileSchema = z.strictObject({
   agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i), agentSpecSchema).optional(),
@@ -26,6 +33,8 @@ export const configFileSchema = z.strictObject({
   allowedOrigins: z.array(z.string()).optional(),
   allowedHosts: z.array(z.string()).optional(),
   limits: limitsSchema.optional(),
+  /** Limits of the process API (`/v2/processes`). */
+  processes: processLimitsSchema.optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;

@@ -12,6 +12,9 @@ import { problems } from "./http/problem.js";
 import { Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { createLogger, type Logger, type LogLevel } from "./log.js";
+import { ProcessManager } from "./processes/manager.js";
+import type { ProcessLimits } from "./processes/limits.js";
+import type { UpgradeHandler } from "./processes/terminal-socket.js";
 import { ConnectionRegistry } from "./runtime/connections.js";
 import { agentEnvironment } from "./runtime/env.js";
 import type { ConnectionExtension } from "./runtime/extension.js";
@@ -40,6 +43,8 @@ export interface ServerOptions {
   /** Largest upload `PUT /v2/fs/file` accepts, in bytes; default: unlimited. */
   fsMaxUploadBytes?: number;
   limits?: Partial<RuntimeLimits>;
+  /** Limits of the process API (`/v2/processes`). */
+  processLimits?: Partial<ProcessLimits>;
   logLevel?: LogLevel;
   logger?: Logger;
 }
@@ -73,13 +78,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   const registry = new AgentRegistry(options.agents, options.dataDir);
   const connections = new ConnectionRegistry(limits.idleMs, logger);
+  const processes = new ProcessManager({ workdir, limits: options.processLimits, logger });
+  const fsRoot = options.fsRoot ?? workdir;
   // The Sandbox extensions validate their params with zod: imported with the first connection, so
   // an idle server never loads them (start-up time and idle memory).
   let extensions: Promise<ConnectionExtension[]> | undefined;
   const loadExtensions = () =>
     (extensions ??= import("./extensions/index.js").then((m) => [
       advertisementRecorder(options.dataDir),
-      ...m.sandboxExtensions({ logger }),
+      ...m.sandboxExtensions({ logger, processes, fsRoot, workdir }),
     ]));
 
   const launch = async (message: JsonRpcMessage): Promise<Launch> => {
@@ -109,8 +116,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         connections,
         dataDir: options.dataDir,
         workdir,
-        fsRoot: options.fsRoot ?? workdir,
+        fsRoot,
         fsMaxUploadBytes: options.fsMaxUploadBytes,
+        processes,
         logger,
       }),
     )
@@ -137,6 +145,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       (error) => logger.error("request failed", { error: String(error) }),
     );
   });
+  // Terminal WebSockets (`GET /v2/processes/{id}/terminal`); `ws` loads with the first upgrade.
+  let upgrade: Promise<UpgradeHandler> | undefined;
+  server.on("upgrade", (req, socket, head) => {
+    socket.on("error", () => socket.destroy());
+    upgrade ??= import("./processes/terminal-socket.js").then((m) =>
+      m.terminalUpgradeHandler({ manager: processes, security, logger }),
+    );
+    void upgrade.then((handle) => handle(req, socket, head));
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   // SSE responses are long-lived; the request timeout only bounds receiving the request itself.
@@ -153,7 +170,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server,
     connections,
     close: async () => {
-      await connections.shutdown();
+      await Promise.all([connections.shutdown(), processes.shutdown()]);
       closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       logFile.end();

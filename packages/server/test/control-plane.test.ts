@@ -6,6 +6,7 @@ import { healthRoute } from "../src/control-plane/health.js";
 import { controlPlaneRoutes } from "../src/control-plane/routes.js";
 import type { OpenApiDocument } from "../src/control-plane/schema-route.js";
 import { createLogger } from "../src/log.js";
+import { ProcessManager } from "../src/processes/manager.js";
 import { ConnectionRegistry } from "../src/runtime/connections.js";
 import { RPC_PATH } from "../src/transport/rpc-routes.js";
 
@@ -28,6 +29,7 @@ function routeTable(): string[] {
     dataDir: tempDir(),
     workdir: tempDir(),
     fsRoot: tempDir(),
+    processes: new ProcessManager({ workdir: tempDir(), logger }),
     logger,
   });
   return [

@@ -1,5 +1,6 @@
 import type { ScriptCommand } from "../script.js";
 import { TurnStop, type Turn } from "../turn.js";
+import * as client from "./client.js";
 import * as content from "./content.js";
 import * as control from "./control.js";
 import * as ext from "./ext.js";
@@ -18,7 +19,10 @@ const RUNNERS: Runners = {
   plan: (t, c) => content.plan(t, c.entries),
   permission: (t, c) => tools.permission(t, c.title),
   write: (t, c) => tools.write(t, c.path, c.content),
-  read: (t, c) => tools.read(t, c.path),
+  read: (t, c) => client.read(t, c.path),
+  "fs-write": (t, c) => client.fsWrite(t, c.path, c.content),
+  terminal: (t, c) => client.terminal(t, c.line, false),
+  "terminal-kill": (t, c) => client.terminal(t, c.line, true),
   sleep: (t, c) => t.sleep(c.ms),
   slow: (t, c) => content.slow(t, c.count, c.ms),
   crash: (t, c) => control.crash(t, c.code),

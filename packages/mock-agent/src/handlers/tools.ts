@@ -1,11 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import {
-  RequestError,
-  type PermissionOption,
-  type ToolCallUpdate,
-  type ToolKind,
-} from "@agentclientprotocol/sdk";
+import { type PermissionOption, type ToolCallUpdate, type ToolKind } from "@agentclientprotocol/sdk";
 import type { Turn } from "../turn.js";
 
 export async function tool(turn: Turn, kind: ToolKind, title: string): Promise<void> {
@@ -130,21 +125,4 @@ export async function write(turn: Turn, target: string, content: string): Promis
     rawOutput: { path: file, bytes: Buffer.byteLength(content) },
   });
   await turn.message(`wrote ${target}`);
-}
-
-export async function read(turn: Turn, target: string): Promise<void> {
-  if (!turn.state.clientCapabilities?.fs?.readTextFile) {
-    await turn.message("fs not supported");
-    return;
-  }
-  const file = path.resolve(turn.session.cwd, target);
-  try {
-    const { content } = await turn.untilCancelled(
-      turn.client.request("fs/read_text_file", { sessionId: turn.sessionId, path: file }),
-    );
-    await turn.message(`read ${target}: ${content}`);
-  } catch (error) {
-    if (!(error instanceof RequestError)) throw error;
-    await turn.message(`read ${target} failed: ${error.code} ${error.message}`);
-  }
 }

@@ -1,11 +1,13 @@
 import type { AgentRegistry } from "../agents/registry.js";
 import type { Route } from "../http/router.js";
 import type { Logger } from "../log.js";
+import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
 import { agentRoutes } from "./agents.js";
 import { fsRoutes } from "./fs.js";
 import { healthDocumentation } from "./health-openapi.js";
 import { openApiRoute } from "./openapi.js";
+import { processRoutes } from "./processes.js";
 import { rpcDocumentation } from "./rpc-openapi.js";
 import type { DocumentedRoute } from "./schema-route.js";
 
@@ -18,6 +20,8 @@ export interface ControlPlaneDeps {
   fsRoot: string;
   /** Largest upload `PUT /v2/fs/file` accepts, in bytes (default: unlimited). */
   fsMaxUploadBytes?: number;
+  /** Processes and terminals (`/v2/processes`). */
+  processes: ProcessManager;
   logger: Logger;
 }
 
@@ -26,7 +30,7 @@ function isDocumented(route: Route): route is Route & DocumentedRoute {
 }
 
 /**
- * The control-plane routes the server loads on first use (agents, filesystem), plus
+ * The control-plane routes the server loads on first use (agents, filesystem, processes), plus
  * `GET /v2/openapi.json` documenting them, `/v2/health` and `/v2/rpc` (both served from start).
  */
 export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
@@ -34,6 +38,7 @@ export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
     // Agent routes (GET /v2/agents, POST /v2/agents/{id}/install, …) are owned by agents.ts.
     ...agentRoutes(deps),
     ...fsRoutes({ root: deps.fsRoot, maxUploadBytes: deps.fsMaxUploadBytes, logger: deps.logger }),
+    ...processRoutes(deps.processes),
   ];
   // Routes built with defineRoute() document themselves; plain Routes are left out of the document.
   return [

@@ -1,12 +1,28 @@
+import { realpathSync } from "node:fs";
 import type { Logger } from "../log.js";
+import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
+import { ClientCapabilitiesExtension } from "./client-capabilities.js";
 import { SandboxExtension } from "./sandbox-extension.js";
 
 export interface ExtensionDeps {
   logger: Logger;
+  /** Runs ACP terminals for connections that let the server serve them. */
+  processes: ProcessManager;
+  /** Root of the filesystem API, which confines ACP `fs/*` served by the server. */
+  fsRoot: string;
+  /** Default working directory of ACP terminals. */
+  workdir: string;
 }
 
 /** The Sandbox extensions (`_sandboxagent/*`, `_meta["sandboxagent.dev"]`) attached to every connection. */
 export function sandboxExtensions(deps: ExtensionDeps): ConnectionExtension[] {
-  return [new SandboxExtension(deps.logger)];
+  const fsRoot = { configured: deps.fsRoot, real: realpathSync(deps.fsRoot) };
+  return [
+    new SandboxExtension(deps.logger),
+    new ClientCapabilitiesExtension(
+      { processes: deps.processes, fsRoot, workdir: deps.workdir },
+      deps.logger,
+    ),
+  ];
 }

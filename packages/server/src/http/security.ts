@@ -27,6 +27,38 @@ function hostName(host: string): string {
   return host.split(":")[0]!;
 }
 
+/** Host check (DNS-rebinding protection): throws 403 for a name a loopback listener must not answer. */
+export function checkHost(req: IncomingMessage, options: SecurityOptions): void {
+  const host = req.headers.host ?? "";
+  if (options.loopbackOnly && !LOOPBACK_HOSTS.has(hostName(host)) && !options.allowedHosts.includes(host)) {
+    throw problems.forbidden(`Host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection).`);
+  }
+}
+
+/** Origin check: throws 403 for an Origin not on the allow-list; returns the allowed Origin, if any. */
+export function checkOrigin(req: IncomingMessage, options: SecurityOptions): string | undefined {
+  const origin = req.headers.origin;
+  if (
+    origin !== undefined &&
+    !options.allowedOrigins.includes(origin) &&
+    !isTrustedSameOrigin(origin, req.headers.host ?? "", options)
+  ) {
+    throw problems.forbidden(
+      `Origin ${origin} is not allowed; start the server with --allow-origin ${origin}.`,
+    );
+  }
+  return origin;
+}
+
+/** Whether the request carries the server token as `Authorization: Bearer` (true when there is none). */
+export function hasBearerToken(req: IncomingMessage, options: SecurityOptions): boolean {
+  if (options.token === undefined) return true;
+  const header = req.headers.authorization ?? "";
+  const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
+  // Hash both sides so the comparison is constant-time regardless of length.
+  return timingSafeEqual(digest(presented), digest(options.token));
+}
+
 /**
  * A page this server served (the inspector at /ui/) calls it with its own origin. Trusted when the
  * Host is one the checks above vouch for, or when the token guards every call anyway; otherwise a
@@ -49,17 +81,9 @@ function isTrustedSameOrigin(origin: string, host: string, options: SecurityOpti
  * Returns false when the request was fully answered (preflight) and must not be routed.
  */
 export function checkRequest(req: IncomingMessage, res: ServerResponse, options: SecurityOptions): boolean {
-  const host = req.headers.host ?? "";
-  if (options.loopbackOnly && !LOOPBACK_HOSTS.has(hostName(host)) && !options.allowedHosts.includes(host)) {
-    throw problems.forbidden(`Host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection).`);
-  }
-  const origin = req.headers.origin;
+  checkHost(req, options);
+  const origin = checkOrigin(req, options);
   if (origin !== undefined) {
-    if (!options.allowedOrigins.includes(origin) && !isTrustedSameOrigin(origin, host, options)) {
-      throw problems.forbidden(
-        `Origin ${origin} is not allowed; start the server with --allow-origin ${origin}.`,
-      );
-    }
     res.setHeader("access-control-allow-origin", origin);
     res.setHeader("vary", "Origin");
     res.setHeader("access-control-expose-headers", CORS_EXPOSE_HEADERS);
@@ -73,11 +97,6 @@ export function checkRequest(req: IncomingMessage, res: ServerResponse, options:
       return false;
     }
   }
-  if (options.token !== undefined) {
-    const header = req.headers.authorization ?? "";
-    const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
-    // Hash both sides so the comparison is constant-time regardless of length.
-    if (!timingSafeEqual(digest(presented), digest(options.token))) throw problems.unauthorized();
-  }
+  if (!hasBearerToken(req, options)) throw problems.unauthorized();
   return true;
 }

@@ -136,8 +136,12 @@ export class Connection implements ConnectionApi {
     });
     const failure = Promise.race([exited, timeout, aborted]);
     failure.catch(() => {}); // observed below; must not count as unhandled while the write is pending
+    let changed = false;
+    for (const ext of this.options.extensions)
+      changed = ext.initializeRequest?.(request, this) === true || changed;
+    const line = changed ? JSON.stringify(request) : raw;
     try {
-      const message = await Promise.race([this.agent.write(raw).then(() => response), failure]);
+      const message = await Promise.race([this.agent.write(line).then(() => response), failure]);
       if (message.error)
         throw new InitializeError("rejected", "The agent rejected initialize.", { response: message });
       if (isObject(message.result)) {

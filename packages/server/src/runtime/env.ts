@@ -1,16 +1,17 @@
 import type { AgentSpec } from "../agents/types.js";
 
 /**
- * Variables every agent gets from the server's environment: enough to find programs, a home
- * directory and the locale. Everything else (API keys, tokens) must be named by the agent's
- * `passEnv` or set in its `env`, so host secrets never reach an agent by accident.
+ * Variables every agent (and every process started through the process API) gets from the
+ * server's environment: enough to find programs, a home directory and the locale. Everything else
+ * (API keys, tokens) must be named by the agent's `passEnv` or set in its `env`, so host secrets
+ * never reach a child process by accident.
  */
 const BASE_NAMES = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR", "LANG", "LANGUAGE"];
 
-export function agentEnvironment(
-  spec: AgentSpec,
+/** The base variables (and `LC_*`) of `host`, plus `names` when set. */
+export function baseEnvironment(
   host: NodeJS.ProcessEnv,
-  extra: Record<string, string> = {},
+  names: readonly string[] = [],
 ): Record<string, string> {
   const env: Record<string, string> = {};
   const pass = (name: string) => {
@@ -21,6 +22,14 @@ export function agentEnvironment(
   Object.keys(host)
     .filter((name) => name.startsWith("LC_"))
     .forEach(pass);
-  (spec.passEnv ?? []).forEach(pass);
-  return { ...env, ...spec.env, ...extra };
+  names.forEach(pass);
+  return env;
+}
+
+export function agentEnvironment(
+  spec: AgentSpec,
+  host: NodeJS.ProcessEnv,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return { ...baseEnvironment(host, spec.passEnv), ...spec.env, ...extra };
 }

@@ -28,6 +28,11 @@ export interface ConnectionApi {
  * and adjust traffic. Everything no hook claims is forwarded verbatim.
  */
 export interface ConnectionExtension {
+  /**
+   * Sees the client's `initialize` request before the agent does. Returning true means the
+   * request object was changed and is forwarded re-serialized (e.g. capabilities added).
+   */
+  initializeRequest?(request: JsonRpcMessage, conn: ConnectionApi): boolean;
   /** Adjusts the agent's `initialize` result before the client sees it (e.g. capability advertisement). */
   initializeResult?(result: Record<string, unknown>, conn: ConnectionApi): void;
   /** Sees every client message first; returning true means the extension answered it and it is not forwarded. */

@@ -1,0 +1,81 @@
+// Helpers shared by the benchmarks.
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { serverBin, tempDir } from "@sandbox-agent/testkit";
+
+/** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
+export const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/** The `p`th percentile of `values`. */
+export const percentile = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+
+/** Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy. */
+export async function startServer(extraArgs = [], configJson) {
+  const args = [serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
+  if (configJson) {
+    const file = `${tempDir()}/config.json`;
+    writeFileSync(file, JSON.stringify(configJson));
+    args.push("--config", file);
+  }
+  const started = performance.now();
+  const child = spawn(process.execPath, args, {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() },
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      const m = /listening on (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
+  });
+  for (;;) {
+    const ok = await fetch(`${url}/v2/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+  }
+  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
+}
+
+/** Runs a benchmark's `main` and exits (servers and agents it started may still be stopping). */
+export function runMain(main) {
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * A minimal SSE splitter for exactly the blocks our server writes (`id:`, `event:`, `data:` lines):
+ * returns `feed(text)`, which calls `onEvent(event, data)` per block that has data.
+ */
+export function sseSplitter(onEvent) {
+  let buffer = "";
+  return (text) => {
+    buffer += text;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const at = block.indexOf("data: ");
+      if (at === -1 || at + 6 >= block.length) continue;
+      // Header lines come before `data:`: look back from it only (run.mjs streams 200,000 events).
+      const e = block.lastIndexOf("event: ", at);
+      const event = e === -1 ? undefined : block.slice(e + 7, block.indexOf("\n", e));
+      onEvent(event, block.slice(at + 6));
+    }
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * ACP client methods (`fs/read_text_file`, `fs/write_text_file`, `terminal/*`) answered by the
+ * server inside the sandbox, for connections that asked for it (see `client-capabilities.ts`).
+ * Files are confined to the filesystem API's root; terminals are processes of the process API.
+ */
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { pathEscape, resolveInRoot } from "../control-plane/fs-paths.js";
+import { onPath } from "../control-plane/fs-problems.js";
+import { ProblemError } from "../http/problem.js";
+import { ProcessError } from "../processes/command.js";
+import type { ProcessManager } from "../processes/manager.js";
+import type { ManagedProcess } from "../processes/managed-process.js";
+import { RpcError } from "./methods.js";
+import { issuesOf } from "./params.js";
+import { ERRORS } from "./protocol.js";
+
+export interface ClientRequestDeps {
+  processes: ProcessManager;
+  /** Root of the filesystem API, as configured and as a real path. */
+  fsRoot: { configured: string; real: string };
+  /** Default working directory of terminals. */
+  workdir: string;
+}
+
+/** The terminals one connection's agent created; released with the connection. */
+export type TerminalTable = Map<string, { proc: ManagedProcess; outputByteLimit: number }>;
+
+/** Largest file `fs/read_text_file` reads. */
+const MAX_READ_BYTES = 64 * 1024 * 1024;
+/** `terminal/output` keeps this much when the agent names no `outputByteLimit`. */
+const DEFAULT_OUTPUT_LIMIT = 1024 * 1024;
+
+const sessionId = z.string().min(1);
+const absolutePath = z.string().min(1).refine(path.isAbsolute, "must be an absolute path");
+const terminalRef = z.looseObject({ sessionId, terminalId: z.string().min(1) });
+
+const schemas = {
+  "fs/read_text_file": z.looseObject({
+    sessionId,
+    path: absolutePath,
+    line: z.number().int().min(1).nullish(),
+    limit: z.number().int().min(0).nullish(),
+  }),
+  "fs/write_text_file": z.looseObject({ sessionId, path: absolutePath, content: z.string() }),
+  "terminal/create": z.looseObject({
+    sessionId,
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
+    cwd: absolutePath.nullish(),
+    outputByteLimit: z.number().int().min(0).nullish(),
+  }),
+  "terminal/output": terminalRef,
+  "terminal/wait_for_exit": terminalRef,
+  "terminal/kill": terminalRef,
+  "terminal/release": terminalRef,
+};
+
+export type ClientMethod = keyof typeof schemas;
+type Params<M extends ClientMethod> = z.output<(typeof schemas)[M]>;
+
+export const FS_METHODS: readonly ClientMethod[] = ["fs/read_text_file", "fs/write_text_file"];
+export const TERMINAL_METHODS: readonly ClientMethod[] = [
+  "terminal/create",
+  "terminal/output",
+  "terminal/wait_for_exit",
+  "terminal/kill",
+  "terminal/release",
+];
+
+type Handlers = { [M in ClientMethod]: (params: Params<M>, terminals: TerminalTable) => Promise<unknown> };
+
+export type ClientRequestAnswerer = (
+  method: ClientMethod,
+  params: unknown,
+  terminals: TerminalTable,
+) => Promise<unknown>;
+
+/** Answers client methods; the returned function throws `RpcError` for the error the agent should get. */
+export function clientRequestAnswerer(deps: ClientRequestDeps): ClientRequestAnswerer {
+  const table = handlers(deps);
+  return async (method, params, terminals) => {
+    const parsed = schemas[method].safeParse(params);
+    if (!parsed.success)
+      throw new RpcError(ERRORS.invalidParams, `Invalid params for ${method}`, {
+        issues: issuesOf(parsed.error),
+      });
+    const handler = table[method] as (p: unknown, t: TerminalTable) => Promise<unknown>;
+    try {
+      return await handler(parsed.data, terminals);
+    } catch (error) {
+      throw rpcErrorOf(error);
+    }
+  };
+}
+
+function handlers(deps: ClientRequestDeps): Handlers {
+  return {
+    "fs/read_text_file": async ({ path: file, line, limit }) => {
+      const target = await confined(deps, file);
+      const info = await onPath(file, () => stat(target));
+      if (info.size > MAX_READ_BYTES)
+        throw new RpcError(
+          ERRORS.internal,
+          `${file} is ${info.size} bytes; at most ${MAX_READ_BYTES} are read.`,
+        );
+      const content = await onPath(file, () => readFile(target, "utf8"));
+      return { content: selectLines(content, line ?? undefined, limit ?? undefined) };
+    },
+    "fs/write_text_file": async ({ path: file, content }) => {
+      const target = await confined(deps, file);
+      await onPath(file, () => mkdir(path.dirname(target), { recursive: true }));
+      await onPath(file, () => writeFile(target, content));
+      return {};
+    },
+    "terminal/create": async (params, terminals) => {
+      // Through the shell, as editors' terminals do: a command line without args works, and
+      // stderr shares stdout's pipe so the output keeps the order it was written in.
+      const args =
+        params.args && params.args.length > 0
+          ? ["-c", 'exec 2>&1; exec "$0" "$@"', params.command, ...params.args]
+          : ["-c", `exec 2>&1\n${params.command}`];
+      const proc = await deps.processes.create({
+        command: "/bin/sh",
+        args,
+        cwd: params.cwd ?? deps.workdir,
+        env: Object.fromEntries((params.env ?? []).map((v) => [v.name, v.value])),
+        source: "acp",
+      });
+      terminals.set(proc.id, { proc, outputByteLimit: params.outputByteLimit ?? DEFAULT_OUTPUT_LIMIT });
+      return { terminalId: proc.id };
+    },
+    "terminal/output": async ({ terminalId }, terminals) => {
+      const { proc, outputByteLimit } = terminal(terminals, terminalId);
+      return { ...proc.combinedOutput(outputByteLimit), exitStatus: proc.exit ?? null };
+    },
+    "terminal/wait_for_exit": async ({ terminalId }, terminals) =>
+      terminal(terminals, terminalId).proc.exited,
+    "terminal/kill": async ({ terminalId }, terminals) => {
+      await terminal(terminals, terminalId).proc.kill();
+      return {};
+    },
+    "terminal/release": async ({ terminalId }, terminals) => {
+      terminal(terminals, terminalId);
+      terminals.delete(terminalId);
+      await deps.processes.remove(terminalId);
+      return {};
+    },
+  };
+}
+
+function terminal(terminals: TerminalTable, id: string) {
+  const entry = terminals.get(id);
+  if (!entry)
+    throw new RpcError(ERRORS.resourceNotFound, `Unknown terminal ${id} (never created here, or released).`);
+  return entry;
+}
+
+/**
+ * The real path of `file` (absolute, as the agent sees the sandbox) if it lies inside the
+ * filesystem root, with the same symlink checks as the filesystem API.
+ */
+async function confined(deps: ClientRequestDeps, file: string): Promise<string> {
+  const { configured, real } = deps.fsRoot;
+  const relative = [path.relative(configured, file), path.relative(real, file)].find(
+    (rel) => !rel.startsWith("..") && !path.isAbsolute(rel),
+  );
+  if (relative === undefined) throw pathEscape(file);
+  return (await resolveInRoot(real, `/${relative}`, { follow: true })).absolute;
+}
+
+/** ACP `line` (1-based) and `limit` (lines) of `content`. */
+function selectLines(content: string, line: number | undefined, limit: number | undefined): string {
+  if (line === undefined && limit === undefined) return content;
+  const lines = content.split("\n");
+  const start = (line ?? 1) - 1;
+  return lines.slice(start, limit === undefined ? undefined : start + limit).join("\n");
+}
+
+/** JSON-RPC errors for problems of the filesystem and process layers. */
+function rpcErrorOf(error: unknown): unknown {
+  if (error instanceof RpcError) return error;
+  if (error instanceof ProblemError) {
+    const { status, detail, type } = error.problem;
+    const code =
+      status === 404 ? ERRORS.resourceNotFound : status === 400 ? ERRORS.invalidParams : ERRORS.internal;
+    return new RpcError(code, detail, { status, type });
+  }
+  if (error instanceof ProcessError) {
+    const invalid = ["command-not-found", "not-executable", "bad-cwd"].includes(error.kind);
+    return new RpcError(invalid ? ERRORS.invalidParams : ERRORS.internal, error.message, {
+      kind: error.kind,
+    });
+  }
+  return error;
+}

@@ -1,0 +1,73 @@
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+
+/** A TCP proxy in front of a server whose SSE sockets the test can cut without the server knowing why. */
+export interface CuttableProxy {
+  baseUrl: string;
+  /** Destroys every socket pair whose latest request is a GET (the SSE streams); returns how many. */
+  cutStreams(): number;
+  /** Silently stops forwarding server→client bytes on every SSE socket (a half-open connection). */
+  freezeStreams(): number;
+  /** GET requests seen so far (initial opens plus reconnects). */
+  gets(): number;
+  stop(): Promise<void>;
+}
+
+interface Pair {
+  client: net.Socket;
+  upstream: net.Socket;
+  lastMethod: string;
+}
+
+function destroyPair(pair: Pair): void {
+  pair.client.destroy();
+  pair.upstream.destroy();
+}
+
+export async function startProxy(targetPort: number): Promise<CuttableProxy> {
+  const pairs = new Set<Pair>();
+  let gets = 0;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, "127.0.0.1");
+    const pair: Pair = { client, upstream, lastMethod: "" };
+    pairs.add(pair);
+    const drop = (): void => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", drop).on("close", drop);
+    upstream.on("error", drop).on("close", drop);
+    client.on("data", (chunk: Buffer) => {
+      // A request head starts a chunk; bodies of our small POSTs never start with a method name.
+      const method = /^(GET|POST|DELETE) /.exec(chunk.subarray(0, 8).toString("latin1"))?.[1];
+      if (method) pair.lastMethod = method;
+      if (method === "GET") gets += 1;
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    cutStreams: () => {
+      const streams = [...pairs].filter((p) => p.lastMethod === "GET");
+      for (const p of streams) destroyPair(p);
+      return streams.length;
+    },
+    freezeStreams: () => {
+      const streams = [...pairs].filter((p) => p.lastMethod === "GET");
+      for (const p of streams) {
+        p.upstream.unpipe(p.client);
+        p.upstream.pause();
+      }
+      return streams.length;
+    },
+    gets: () => gets,
+    stop: async () => {
+      for (const p of pairs) destroyPair(p);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
