@@ -114,6 +114,14 @@ async function openTransport<TOptions extends object>(
     signal: request.signal,
   };
   if (config.openTransport) return config.openTransport(ctx);
+  // An explicit command runs inside the sandbox even when the sandbox also offers a native ACP
+  // connection (a container with the server in it has both): the user said how to start the agent.
+  if (config.command) {
+    return stdioTransport(request.sandbox, config.command(ctx), {
+      cwd,
+      ...(config.env ? { env: config.env } : {}),
+    });
+  }
   if (request.sandbox.openAcp) {
     const stream = await request.sandbox.openAcp({
       agent: config.name,
@@ -121,13 +129,7 @@ async function openTransport<TOptions extends object>(
     });
     return { kind: "stream", stream, dispose: () => stream.close() };
   }
-  if (!config.command) {
-    throw new AcpHarnessError("config", `${config.name}: set \`command\` or \`openTransport\``);
-  }
-  return stdioTransport(request.sandbox, config.command(ctx), {
-    cwd,
-    ...(config.env ? { env: config.env } : {}),
-  });
+  throw new AcpHarnessError("config", `${config.name}: set \`command\` or \`openTransport\``);
 }
 
 function startBridge<TOptions extends object>(

@@ -53,3 +53,9 @@ export {
 } from "./diff.js";
 export { reportFileChanges } from "./file-events.js";
 export { sandboxAgentSandbox, type SandboxAgentSandboxOptions } from "./sandbox-agent.js";
+
+// ---- For provider packages (e.g. @sandbox-agent/sandbox-docker) ----
+export { linkAgentServer, type AgentServerLink, type AgentServerOptions } from "./agent-server.js";
+export { onProcessExit } from "./exit-hook.js";
+export { TailBuffer } from "./process.js";
+export { shellQuote } from "./shell.js";
