@@ -100,7 +100,7 @@ export async function execInContainer(
   const signal = async (name: "TERM" | "KILL") => {
     if (group === undefined) return;
     const killer = await container.exec({
-      Cmd: ["/bin/sh", "-c", `kill -${name} -- -${group} 2>/dev/null || kill -${name} ${group} 2>/dev/null`],
+      Cmd: ["/bin/sh", "-c", `kill -${name} -${group} 2>/dev/null || kill -${name} ${group} 2>/dev/null`],
       AttachStdout: true,
       AttachStderr: true,
     });
