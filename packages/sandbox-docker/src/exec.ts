@@ -85,11 +85,15 @@ export async function execInContainer(
       done = true;
       stdout.end();
       stderr.end();
-      exec.inspect().then(
-        (info) => resolve(exitStatus(info.ExitCode ?? null)),
-        // The container is gone (killed, removed): no exit code to read.
-        () => resolve({ code: null, signal: "SIGKILL" }),
-      );
+      void (async () => {
+        const status = await exec.inspect().then(
+          (info) => exitStatus(info.ExitCode ?? null),
+          // The container is gone (removed): no exit code to read.
+          () => ({ code: null, signal: "SIGKILL" }),
+        );
+        if (status.code === null) tail.push(Buffer.from(await containerNote(container)));
+        resolve(status);
+      })();
     };
     socket.once("end", finish);
     socket.once("close", finish);
@@ -137,6 +141,18 @@ export async function execInContainer(
     exited,
     kill,
   };
+}
+
+/** Says so in the stderr tail when a process ended because its whole container stopped. */
+async function containerNote(container: Docker.Container): Promise<string> {
+  try {
+    const { State: state } = await container.inspect();
+    if (state.Running) return "";
+    const oom = state.OOMKilled ? ", out of memory" : "";
+    return `\n[sandbox] the container stopped (exit code ${state.ExitCode}${oom}): the process was killed with it\n`;
+  } catch {
+    return "\n[sandbox] the container is gone (removed): the process was killed with it\n";
+  }
 }
 
 /** Resolves the wrapper's pid line; everything after it goes to `tail`. */

@@ -42,12 +42,20 @@ async function engineMissing(): Promise<string | undefined> {
 /** `describe(..., { skip })` gate: skips under plain `npm test` without an engine, fails under .ci/run. */
 export const engineSkip = needService("container engine", await engineMissing());
 
-/** Whether the engine has the gVisor runtime registered (Podman lists its configured runtimes). */
+/**
+ * The engine for gVisor tests: `SANDBOX_AGENT_GVISOR_DOCKER_HOST` (.ci/run starts a Podman service
+ * whose default runtime is runsc: Podman's API ignores a per-container runtime), else the main one.
+ */
+export const GVISOR_HOST = process.env.SANDBOX_AGENT_GVISOR_DOCKER_HOST ?? process.env.DOCKER_HOST;
+
+/** Why gVisor tests cannot run here, or undefined. */
 export async function gvisorMissing(): Promise<string | undefined> {
   if (engineSkip) return "no container engine";
-  const info = (await docker.info()) as { Runtimes?: Record<string, unknown> };
+  if (GVISOR_HOST === undefined) return "no engine address";
+  const engine = new Docker({ socketPath: GVISOR_HOST.replace(/^unix:\/\//, "") });
+  const info = (await engine.info().catch(() => ({}))) as { Runtimes?: Record<string, unknown> };
   return info.Runtimes?.["runsc"] === undefined
-    ? "the engine has no runsc runtime (apt-get install runsc; .ci/container-engine.sh registers it)"
+    ? `the engine at ${GVISOR_HOST} has no runsc runtime (apt-get install runsc; .ci/container-engine.sh sets it up)`
     : undefined;
 }
 

@@ -75,6 +75,23 @@ describe(
       assert.equal((await runContainers()).filter((c) => c.Id === instance.containerId).length, 0);
     });
 
+    it("publishes the server's port on 127.0.0.1 only when the container has its own network", async () => {
+      // Podman's slirp4netns: a network namespace of the container's own, no bridge on this machine.
+      const instance = await testProvider({ network: "slirp4netns" }).create({ id: "published", env: {} });
+      try {
+        const { NetworkSettings } = await docker.getContainer(instance.containerId).inspect();
+        const bindings = Object.values(NetworkSettings.Ports ?? {}).flat();
+        assert.deepEqual(
+          bindings.map((b) => b?.HostIp),
+          ["127.0.0.1"],
+        );
+        assert.equal(new URL(instance.server.baseUrl).hostname, "127.0.0.1");
+        assert.equal((await runIn(instance, "echo inside")).stdout, "inside\n");
+      } finally {
+        await instance.dispose();
+      }
+    });
+
     it("kill stops the command's whole process group inside the container", async () => {
       const instance = await testProvider().create({ id: "kill", env: {} });
       try {
@@ -331,16 +348,12 @@ describe("dockerSandbox: errors say what to do", { skip: engineSkip, timeout: 12
     tar.entry({ name: "etc/hostname" }, "empty\n");
     tar.finalize();
     await new Promise<void>((resolve, reject) =>
-      docker.importImage(
-        tar as unknown as NodeJS.ReadableStream,
-        { repo: tag },
-        (error, stream) => {
-          if (error) return reject(error);
-          docker.modem.followProgress(stream as NodeJS.ReadableStream, (e: Error | null) =>
-            e ? reject(e) : resolve(),
-          );
-        },
-      ),
+      docker.importImage(tar as unknown as NodeJS.ReadableStream, { repo: tag }, (error, stream) => {
+        if (error) return reject(error);
+        docker.modem.followProgress(stream as NodeJS.ReadableStream, (e: Error | null) =>
+          e ? reject(e) : resolve(),
+        );
+      }),
     );
     try {
       await assert.rejects(
