@@ -186,7 +186,6 @@ function serverUrl(info: Docker.ContainerInspectInfo): string {
 // file not found in $PATH"), an init such as catatonit ("failed to exec pid1"), our launcher.
 const NO_NODE =
   /("node"|node:).*(not found|no such file)|executable file not found|failed to exec pid1|too old: the server needs Node/i;
-/("node"|node:).*(not found|no such file)|executable file not found|too old: the server needs Node/i;
 
 function noNode(why: string): DockerSandboxError {
   return new DockerSandboxError(

@@ -73,6 +73,8 @@ export const LABELS = {
   workdir: "dev.sandboxagent.workdir",
   port: "dev.sandboxagent.port",
   owner: "dev.sandboxagent.owner",
+  /** On images made by `snapshot`: their workspace is bootstrapped already. */
+  snapshot: "dev.sandboxagent.snapshot",
 } as const;
 
 /** The port the server listens on inside the container (published on the host's loopback). */

@@ -133,7 +133,7 @@ async function createNew(
 ): Promise<DockerSandboxInstance> {
   const bundle = options.serverBundle ?? defaultBundleDir();
   const token = mintToken();
-  const [archive] = await Promise.all([
+  const [archive, image] = await Promise.all([
     serverArchive(bundle, token),
     ensureImage(engine, options.image, options.pull ?? "missing"),
   ]);
@@ -171,8 +171,9 @@ async function createNew(
     const address = await startContainer(container, archive, token, startTimeout(options));
     const instance = sandboxInstance(engine, options, container, address, request, { key, workdir, untrack });
     // An image committed from a sandbox (`snapshot`) already holds its workspace.
-    const restored = (await instance.files.readFile(BOOTSTRAPPED)) !== undefined;
-    return restored ? { ...instance, bootstrapped: true } : instance;
+    return image.Config.Labels?.[LABELS.snapshot] !== undefined
+      ? { ...instance, bootstrapped: true }
+      : instance;
   } catch (error) {
     untrack();
     await removeContainer(container);
@@ -180,7 +181,10 @@ async function createNew(
   }
 }
 
-/** Attaches to a keyed container unless its workspace bootstrap never finished (then it is removed). */
+/**
+ * Attaches to a keyed container unless its workspace bootstrap never finished (a failed or
+ * interrupted first start): that one is removed and the caller creates a fresh one.
+ */
 async function attachIfBootstrapped(
   engine: Engine,
   options: DockerSandboxOptions,
@@ -188,9 +192,16 @@ async function attachIfBootstrapped(
   request: ProviderCreateRequest,
   key: string,
 ): Promise<DockerSandboxInstance | undefined> {
-  const instance = await attach(engine, options, id, request, key);
-  if ((await instance.files.readFile(BOOTSTRAPPED)) !== undefined) return instance;
-  await instance.destroy();
+  const container = engine.docker.getContainer(id);
+  // Asked of the engine, not of the server: its file API loads on first use.
+  if (
+    await container.infoArchive({ path: BOOTSTRAPPED }).then(
+      () => true,
+      () => false,
+    )
+  )
+    return attach(engine, options, id, request, key);
+  await removeContainer(container);
   return undefined;
 }
 
@@ -315,7 +326,12 @@ function sandboxInstance(
       const [repo, tag] = splitTag(
         snapshotOptions.tag ?? `sandbox-agent-snapshot:${key ?? request.id}-${Date.now()}`,
       );
-      await container.commit({ repo, tag, comment: `sandbox-agent snapshot of ${key ?? request.id}` });
+      await container.commit({
+        repo,
+        tag,
+        comment: `sandbox-agent snapshot of ${key ?? request.id}`,
+        changes: `LABEL ${LABELS.snapshot}=${key ?? request.id}`,
+      });
       return `${repo}:${tag}`;
     },
     destroy: () => release(() => removeContainer(container)),

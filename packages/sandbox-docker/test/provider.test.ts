@@ -239,7 +239,6 @@ describe(
       try {
         const created = await provider.create({ id: "snap-src", env: {} });
         await created.files.writeFile("state.txt", "before snapshot");
-        await created.markBootstrapped?.();
         assert.equal(await created.snapshot({ tag }), tag);
         await created.dispose();
         const restored = defineSandbox({

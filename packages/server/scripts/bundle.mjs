@@ -6,7 +6,8 @@
 //   bundle/chunk-*.mjs         code loaded on first use (zod, control plane, extensions, MCP client)
 // esbuild-wasm is esbuild compiled to WebAssembly: a plain npm package, no prebuilt native binary
 // downloaded or selected at install time.
-//   node scripts/bundle.mjs [--out DIR] [--json]
+//   node scripts/bundle.mjs [--out DIR] [--json] [--if-stale]
+// --if-stale: do nothing when the bundle is newer than every compiled file it is made from.
 import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,10 +15,15 @@ import { parseArgs } from "node:util";
 import * as esbuild from "esbuild-wasm";
 
 const { values } = parseArgs({
-  options: { out: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  options: {
+    out: { type: "string" },
+    json: { type: "boolean" },
+    "if-stale": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
 });
 if (values.help) {
-  process.stdout.write("Usage: node scripts/bundle.mjs [--out DIR] [--json]\n");
+  process.stdout.write("Usage: node scripts/bundle.mjs [--out DIR] [--json] [--if-stale]\n");
   process.exit(0);
 }
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -29,6 +35,33 @@ const mockMain = path.join(
   path.dirname(fileURLToPath(import.meta.resolve("@sandbox-agent/mock-agent"))),
   "main.js",
 );
+
+/** Newest modification time of the files under `dir` (0 when it does not exist). */
+function newest(dir) {
+  try {
+    return Math.max(
+      0,
+      ...readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => statSync(path.join(entry.parentPath, entry.name)).mtimeMs),
+    );
+  } catch {
+    return 0;
+  }
+}
+
+const sources = [path.join(pkgDir, "dist/src"), path.dirname(mockMain), here];
+const stamp = path.join(outdir, "VERSION");
+if (
+  values["if-stale"] &&
+  newest(outdir) > 0 &&
+  statSync(stamp, { throwIfNoEntry: false })?.mtimeMs > Math.max(...sources.map(newest))
+) {
+  process.stdout.write(
+    `server bundle ${version}: up to date in ${path.relative(process.cwd(), outdir) || "."}\n`,
+  );
+  process.exit(0);
+}
 
 const started = performance.now();
 rmSync(outdir, { recursive: true, force: true });
