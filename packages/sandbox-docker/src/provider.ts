@@ -96,11 +96,13 @@ export function dockerSandbox(options: DockerSandboxOptions): DockerSandboxProvi
     name: "docker",
     create: (request) =>
       guarded(async (current) => {
-        if (options.key !== undefined) {
-          const found = await findByKey(current, options.key);
-          const resumed =
-            found && (await attachIfBootstrapped(current, options, found.Id, request, options.key));
-          if (resumed) return resumed;
+        const { key } = options;
+        const found = key === undefined ? undefined : await findByKey(current, key);
+        if (key !== undefined && found !== undefined) {
+          const container = current.docker.getContainer(found.Id);
+          if (await isBootstrapped(container)) return attach(current, options, found.Id, request, key);
+          // A first start that failed or was interrupted: start over with a fresh container.
+          await removeContainer(container);
         }
         return createNew(current, options, request);
       }),
@@ -182,27 +184,19 @@ async function createNew(
 }
 
 /**
- * Attaches to a keyed container unless its workspace bootstrap never finished (a failed or
- * interrupted first start): that one is removed and the caller creates a fresh one.
+ * Whether a keyed container finished its first workspace bootstrap. Asked of the engine, not of
+ * the server (whose file API loads on first use).
  */
-async function attachIfBootstrapped(
-  engine: Engine,
-  options: DockerSandboxOptions,
-  id: string,
-  request: ProviderCreateRequest,
-  key: string,
-): Promise<DockerSandboxInstance | undefined> {
-  const container = engine.docker.getContainer(id);
-  // Asked of the engine, not of the server: its file API loads on first use.
-  if (
-    await container.infoArchive({ path: BOOTSTRAPPED }).then(
-      () => true,
-      () => false,
-    )
-  )
-    return attach(engine, options, id, request, key);
-  await removeContainer(container);
-  return undefined;
+async function isBootstrapped(container: Docker.Container): Promise<boolean> {
+  // GET, not HEAD (`infoArchive`): Podman's answer to HEAD leaves the connection in use.
+  try {
+    const tar = await container.getArchive({ path: BOOTSTRAPPED });
+    (tar as NodeJS.ReadableStream & { resume(): void }).resume();
+    return true;
+  } catch (error) {
+    if (engineStatus(error) === 404) return false;
+    throw error;
+  }
 }
 
 async function attach(

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
-import { needService, waitFor } from "@sandbox-agent/testkit";
+import { needService, readText, waitFor } from "@sandbox-agent/testkit";
 import type { SandboxInstance, SandboxProcess } from "@sandbox-agent/ai-sandbox";
 import { dockerSandbox, type DockerSandboxOptions, type DockerSandboxProvider } from "../src/index.js";
 
@@ -78,13 +78,7 @@ export async function waitNoContainers(label?: string, timeoutMs = 30_000): Prom
   await waitFor(async () => (await runContainers(label)).length === 0, timeoutMs, "no container left");
 }
 
-export async function readText(stream: ReadableStream<Uint8Array>): Promise<string> {
-  let out = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>)
-    out += decoder.decode(chunk, { stream: true });
-  return out + decoder.decode();
-}
+export { readText };
 
 /** Runs `command` in the sandbox with stdin closed; its stdout, stderr tail and exit. */
 export async function runIn(

@@ -7,4 +7,5 @@ export { startServer, stopChild, type RunningServer, type StartServerOptions } f
 export { readSse, type SseEvent } from "./sse.js";
 export { tempDir } from "./temp.js";
 export { waitFor } from "./wait.js";
+export { readText } from "./streams.js";
 export { needService, servicesRequired } from "./services.js";
