@@ -133,9 +133,11 @@ export async function waitForServer(
   container: Docker.Container,
   token: string,
   timeoutMs: number,
+  /** The container as inspected since it started (saves a round trip). */
+  started?: Docker.ContainerInspectInfo,
 ): Promise<ServerAddress> {
   const deadline = Date.now() + timeoutMs;
-  let info = await container.inspect();
+  let info = started ?? (await container.inspect());
   const baseUrl = serverUrl(info);
   let checked = Date.now();
   for (;;) {

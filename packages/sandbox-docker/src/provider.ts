@@ -207,16 +207,19 @@ async function attach(
   key: string,
 ): Promise<DockerSandboxInstance> {
   const container = engine.docker.getContainer(id);
+  // The token is only read when the container runs; reading it alongside the inspection saves a round trip.
+  const token = readToken(container, TOKEN_FILE);
+  token.catch(() => undefined);
   const info = await container.inspect();
   const timeout = startTimeout(options);
   const untrack = trackContainer({ connection: engine.connection, id, action: "stop" });
   try {
     let address: ServerAddress;
     if (info.State.Running) {
-      address = await waitForServer(container, await readToken(container, TOKEN_FILE), timeout);
+      address = await waitForServer(container, await token, timeout, info);
     } else {
-      const token = mintToken();
-      address = await startContainer(container, await tokenArchive(token), token, timeout);
+      const fresh = mintToken();
+      address = await startContainer(container, await tokenArchive(fresh), fresh, timeout);
     }
     const workdir = info.Config.Labels?.[LABELS.workdir] ?? options.workdir ?? DEFAULT_WORKDIR;
     const instance = sandboxInstance(engine, options, container, address, request, { key, workdir, untrack });
