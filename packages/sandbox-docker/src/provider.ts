@@ -24,7 +24,7 @@ import {
   type ServerAddress,
 } from "./container.js";
 import { connectEngine, unreachable, type Engine } from "./engine.js";
-import { DockerSandboxError, engineStatus } from "./errors.js";
+import { DockerSandboxError, engineMessage, engineStatus } from "./errors.js";
 import { execInContainer } from "./exec.js";
 import { directoryArchive } from "./host-archive.js";
 import { trackContainer } from "./lifecycle.js";
@@ -269,6 +269,8 @@ function sandboxInstance(
     const proc = await execInContainer(engine.docker, container, command, {
       cwd: posix.resolve(workdir, opts.cwd ?? "."),
       env: { ...request.env, ...opts.env },
+    }).catch((error: unknown) => {
+      throw containerGone(error, container.id, key) ?? error;
     });
     processes.add(proc);
     void proc.exited.then(() => processes.delete(proc));
@@ -341,6 +343,26 @@ function sandboxInstance(
         });
       }),
   };
+}
+
+/**
+ * An exec refused because the container is stopped or removed, said plainly. Docker answers 409
+ * ("is not running") or 404; Podman 500 ("can only create exec sessions on running containers").
+ */
+function containerGone(error: unknown, id: string, key: string | undefined): DockerSandboxError | undefined {
+  const status = engineStatus(error);
+  const stopped =
+    status === 409 || /not running|running containers|state improper/i.test(engineMessage(error));
+  if (!stopped && status !== 404) return undefined;
+  const next =
+    key === undefined
+      ? "create a new sandbox"
+      : `create the sandbox again (or resume("${key}")) to start it with its files`;
+  return new DockerSandboxError(
+    "container-gone",
+    `the sandbox container ${id.slice(0, 12)} is ${stopped ? "not running" : "gone"}: ${next}`,
+    { cause: error },
+  );
 }
 
 function splitTag(reference: string): [string, string] {

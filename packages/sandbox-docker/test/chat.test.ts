@@ -165,6 +165,11 @@ describe(
         assert.equal(end?.type, "RUN_ERROR");
         assert.equal(end?.code, "agent_exited");
         assert.match(String(end?.message), /container stopped/);
+        const instance = await doomed.start();
+        await assert.rejects(
+          instance.spawn("true"),
+          /container [0-9a-f]{12} is not running: create a new sandbox/,
+        );
       } finally {
         await harness.dispose();
         await doomed.dispose();
