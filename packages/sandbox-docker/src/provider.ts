@@ -298,9 +298,10 @@ function sandboxInstance(
   const release = (end: () => Promise<void>): Promise<void> =>
     (closed ??= (async () => {
       spec.untrack();
-      await Promise.all([...processes].map((proc) => proc.kill()));
       await server.closeAll();
+      // Stopping or removing the container ends every process in it: no signal one by one.
       await end();
+      await Promise.all([...processes].map((proc) => proc.exited));
     })());
 
   return {
