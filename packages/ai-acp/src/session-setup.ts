@@ -114,8 +114,10 @@ async function openTransport<TOptions extends object>(
     signal: request.signal,
   };
   if (config.openTransport) return config.openTransport(ctx);
-  // `command` runs inside the sandbox whatever the provider (the remote one through its process
-  // API); without one, a provider's own ACP connection serves the agent named `name`.
+  // An explicit command runs inside the sandbox whatever the provider (the remote one through its
+  // process API), even when the sandbox also offers a native ACP connection (a container with the
+  // server in it has both): the user said how to start the agent. Without one, the provider's own
+  // ACP connection serves the agent named `name`.
   if (config.command) {
     return stdioTransport(request.sandbox, config.command(ctx), {
       cwd,

@@ -70,3 +70,9 @@ export {
   type GetOrCreateOptions,
   type ReapResult,
 } from "./fleet.js";
+
+// ---- For provider packages (e.g. @sandbox-agent/sandbox-docker) ----
+export { linkAgentServer, type AgentServerLink, type AgentServerOptions } from "./agent-server.js";
+export { onProcessExit } from "./exit-hook.js";
+export { TailBuffer } from "./process.js";
+export { shellQuote } from "./shell.js";

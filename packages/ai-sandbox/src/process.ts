@@ -7,8 +7,8 @@ const STDERR_TAIL_BYTES = 64 * 1024;
 const KILL_GRACE_MS = 2000;
 const GONE_POLL_MS = 25;
 
-/** Keeps the last `limit` bytes written to it. */
-class TailBuffer {
+/** Keeps the last `limit` bytes written to it (default 64 KiB): stderr tails. */
+export class TailBuffer {
   private chunks: Buffer[] = [];
   private size = 0;
 

@@ -1,11 +1,9 @@
 import { posix } from "node:path";
-import type { AnyMessage } from "@agentclientprotocol/sdk";
-import { createAcpHttpStream } from "acp-http-client";
+import { linkAgentServer } from "./agent-server.js";
 import type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
-import { SandboxAgentClient } from "sandbox-agent";
-import { RemoteFiles, uploadDirectory } from "./remote-files.js";
+import { uploadDirectory } from "./remote-files.js";
 import { spawnRemote } from "./remote-process.js";
-import type { SandboxAcpStream, SandboxProcess, SpawnOptions } from "./types.js";
+import type { SandboxProcess, SpawnOptions } from "./types.js";
 
 const DEFAULT_WORKDIR = "/workspace";
 
@@ -33,41 +31,19 @@ async function createRemote(
   request: ProviderCreateRequest,
   options: SandboxAgentSandboxOptions,
 ): Promise<ProviderInstance> {
-  // Files and processes only: the agent connection goes through `openAcp`, so this client never connects.
-  const sdk = new SandboxAgentClient({
-    baseUrl: options.baseUrl,
-    agent: options.agent ?? "default",
-    autoConnect: false,
-    ...(options.token !== undefined ? { token: options.token } : {}),
-  });
   const workdir = options.workdir ?? DEFAULT_WORKDIR;
-  const fsRoot = options.fsRoot ?? workdir;
-  for (const [name, value] of [
-    ["workdir", workdir],
-    ["fsRoot", fsRoot],
-  ]) {
-    if (!value?.startsWith("/"))
-      throw new TypeError(`sandboxAgentSandbox: ${name} must be absolute, got "${value}"`);
+  let server;
+  try {
+    server = linkAgentServer({ ...options, workdir, fsRoot: options.fsRoot ?? workdir }, request.env);
+  } catch (error) {
+    throw new TypeError(`sandboxAgentSandbox: ${(error as Error).message}`);
   }
-  const files = new RemoteFiles(sdk.fs, workdir, fsRoot);
-  const open = new Set<SandboxAcpStream>();
-  const openAcp = async (opts: {
-    agent: string;
-    env?: Record<string, string>;
-  }): Promise<SandboxAcpStream> => {
-    const stream = openAgentStream(options, {
-      agent: options.agent ?? opts.agent,
-      env: { ...request.env, ...opts.env },
-    });
-    open.add(stream);
-    void stream.closed.then(() => open.delete(stream));
-    return stream;
-  };
+  const { files } = server;
   const processes = new Set<SandboxProcess>();
   let disposed = false;
   const spawn = async (command: string, opts: SpawnOptions = {}): Promise<SandboxProcess> => {
     if (disposed) throw new Error(`sandbox "${request.id}" is disposed`);
-    const proc = await spawnRemote(sdk.processes, command, {
+    const proc = await spawnRemote(server.processes, command, {
       cwd: opts.cwd === undefined ? workdir : posix.resolve(workdir, opts.cwd),
       env: { ...request.env, ...opts.env },
     });
@@ -84,60 +60,10 @@ async function createRemote(
     files,
     spawn,
     importDirectory: (hostDir, dest) => uploadDirectory(files, hostDir, dest),
-    openAcp,
+    openAcp: server.openAcp,
     dispose: async () => {
       disposed = true;
-      await Promise.all([
-        ...[...open].map((stream) => stream.close()),
-        ...[...processes].map((proc) => proc.kill()),
-      ]);
+      await Promise.all([server.closeAll(), ...[...processes].map((proc) => proc.kill())]);
     },
-  };
-}
-
-interface LaunchMeta {
-  agent: string;
-  env: Record<string, string>;
-}
-
-function launchFields({ agent, env }: LaunchMeta): Record<string, unknown> {
-  return Object.keys(env).length === 0 ? { agent } : { agent, env };
-}
-
-/**
- * The server picks the agent from `initialize`'s `_meta["sandboxagent.dev"].agent` (the protocol-pure
- * client does not add it); `env` carries the workspace env and secrets for the agent process.
- */
-function withLaunchMeta(message: AnyMessage, launch: LaunchMeta): AnyMessage {
-  if (!("method" in message) || message.method !== "initialize" || !("id" in message)) return message;
-  const params = (message.params ?? {}) as { _meta?: Record<string, unknown> };
-  const ours = (params._meta?.["sandboxagent.dev"] ?? {}) as Record<string, unknown>;
-  return {
-    ...message,
-    params: {
-      ...params,
-      _meta: { ...params._meta, "sandboxagent.dev": { ...ours, ...launchFields(launch) } },
-    },
-  };
-}
-
-function openAgentStream(
-  options: SandboxAgentSandboxOptions,
-  launch: LaunchMeta,
-): SandboxAcpStream & { closed: Promise<unknown> } {
-  const http = createAcpHttpStream({
-    baseUrl: options.baseUrl,
-    ...(options.token ? { token: options.token } : {}),
-  });
-  const tagging = new TransformStream<AnyMessage, AnyMessage>({
-    transform: (message, controller) => controller.enqueue(withLaunchMeta(message, launch)),
-  });
-  // Write failures surface on `tagging.writable` (the pipe errors it); nothing to report here.
-  void tagging.readable.pipeTo(http.writable).catch(() => undefined);
-  return {
-    readable: http.readable,
-    writable: tagging.writable,
-    closed: http.closed,
-    close: () => http.close(),
   };
 }

@@ -60,9 +60,11 @@ async function startInstance(options: SandboxOptions, forget: () => void): Promi
     return released;
   };
   try {
-    return await bootstrapWorkspace(raw, options.workspace, (provisioned) =>
+    const instance = await bootstrapWorkspace(raw, options.workspace, (provisioned) =>
       withWorkspace(raw, provisioned, release),
     );
+    if (raw.bootstrapped !== true) await raw.markBootstrapped?.();
+    return instance;
   } catch (error) {
     await release();
     throw new Error(`sandbox "${options.id}" bootstrap failed: ${(error as Error).message}`, {

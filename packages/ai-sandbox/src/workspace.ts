@@ -5,6 +5,7 @@ import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import type { ProviderInstance } from "./provider.js";
 import { revealSecrets, type Secrets } from "./secrets.js";
+import { shellQuote } from "./shell.js";
 import { resolveMcpSkill, type WorkspaceSkill } from "./skills.js";
 import type {
   ProvisionedGitSkill,
@@ -26,7 +27,11 @@ export function localDirectory(path: string): WorkspaceSource {
   return { kind: "local-directory", path: resolve(path) };
 }
 
-/** Clone a repository (path or URL, anything `git clone` accepts) with the `git` CLI of this machine. */
+/**
+ * Clone a repository (path or URL, anything `git clone` accepts). It is cloned inside the sandbox
+ * with its `git` (so the URL is resolved there: a host path must be visible inside), or with this
+ * machine's `git` for providers that cannot run commands.
+ */
 export function gitRepository(url: string, options: { ref?: string } = {}): WorkspaceSource {
   return { kind: "git", url, ...(options.ref !== undefined ? { ref: options.ref } : {}) };
 }
@@ -88,8 +93,11 @@ export async function bootstrapWorkspace(
   asInstance: (provisioned: ProvisionedWorkspace) => SandboxInstance,
 ): Promise<SandboxInstance> {
   if (workspace === undefined) return asInstance(EMPTY_WORKSPACE);
-  if (workspace.source !== undefined) await importSource(instance, workspace.source, instance.workdir);
-  const provisioned = await placeWorkspaceSkills(instance, workspace);
+  const materialize = instance.bootstrapped !== true;
+  if (materialize && workspace.source !== undefined)
+    await importSource(instance, workspace.source, instance.workdir);
+  const provisioned = await placeWorkspaceSkills(instance, workspace, materialize);
+  if (!materialize) return asInstance(provisioned);
   if (workspace.instructions !== undefined) await writeInstructions(instance, workspace);
   const sandbox = asInstance(provisioned);
   if (workspace.setup !== undefined) await runSetup(sandbox, workspace.setup);
@@ -106,6 +114,7 @@ async function importSource(
     if (!info?.isDirectory()) throw new Error(`workspace source is not a directory: ${source.path}`);
     return instance.importDirectory(source.path, dest);
   }
+  if (instance.canSpawn !== false) return cloneInside(instance, source, dest);
   const checkout = await cloneOnHost(source.url, source.ref);
   try {
     await instance.importDirectory(checkout, dest);
@@ -114,31 +123,54 @@ async function importSource(
   }
 }
 
-/** Clones on the host (the sandbox may have no git or network) and returns the checkout dir. */
+/** `git clone` then, for a ref, `git checkout`: as argv lists, run on the host or inside the sandbox. */
+function cloneCommands(url: string, ref: string | undefined, dir: string): string[][] {
+  const clone = ["git", "clone", "--quiet", ...(ref === undefined ? [] : ["--no-checkout"]), "--", url, dir];
+  return ref === undefined ? [clone] : [clone, ["git", "-C", dir, "checkout", "--quiet", ref]];
+}
+
+function cloneFailed(source: { url: string; ref?: string }, why: string): Error {
+  return new Error(
+    `git clone of ${source.url}${source.ref === undefined ? "" : `@${source.ref}`} failed: ${why}`,
+  );
+}
+
+/** Clones where the agent runs, with the sandbox's own git and network. */
+async function cloneInside(
+  instance: ProviderInstance,
+  source: { url: string; ref?: string },
+  dest: string,
+): Promise<void> {
+  const script = cloneCommands(source.url, source.ref, dest)
+    .map((argv) => argv.map(shellQuote).join(" "))
+    .join(" && ");
+  try {
+    await runCommand(instance, script, GIT_TIMEOUT_MS, { GIT_TERMINAL_PROMPT: "0" });
+  } catch (error) {
+    throw cloneFailed(source, (error as CommandError).output ?? (error as Error).message);
+  }
+}
+
+/** Clones on the host (for providers that cannot run commands) and returns the checkout dir. */
 async function cloneOnHost(url: string, ref: string | undefined): Promise<string> {
   const parent = await mkdtemp(join(tmpdir(), "sandbox-clone-"));
   const dir = join(parent, "repo");
   const options = { timeout: GIT_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } };
   try {
-    await run(
-      "git",
-      ["clone", "--quiet", ...(ref === undefined ? [] : ["--no-checkout"]), "--", url, dir],
-      options,
-    );
-    if (ref !== undefined) await run("git", ["-C", dir, "checkout", "--quiet", ref], options);
+    for (const [file, ...args] of cloneCommands(url, ref, dir)) await run(file as string, args, options);
     return dir;
   } catch (error) {
     await rm(parent, { recursive: true, force: true });
     const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(
-      `git clone of ${url}${ref === undefined ? "" : `@${ref}`} failed: ${stderr || (error as Error).message}`,
-    );
+    throw cloneFailed(ref === undefined ? { url } : { url, ref }, stderr || (error as Error).message);
   }
 }
 
+/** `materialize`: clone and write the skills; false when they are in place already (resume). */
 async function placeWorkspaceSkills(
   instance: ProviderInstance,
   workspace: Workspace,
+  materialize: boolean,
 ): Promise<ProvisionedWorkspace> {
   const mcpServers: ResolvedMcpServer[] = [];
   const gitSkills: ProvisionedGitSkill[] = [];
@@ -150,16 +182,17 @@ async function placeWorkspaceSkills(
         break;
       case "git": {
         const path = `${instance.stateDir}/skills/${skill.name}`;
-        await importSource(
-          instance,
-          gitRepository(skill.repo, skill.ref !== undefined ? { ref: skill.ref } : {}),
-          path,
-        );
+        if (materialize)
+          await importSource(
+            instance,
+            gitRepository(skill.repo, skill.ref !== undefined ? { ref: skill.ref } : {}),
+            path,
+          );
         gitSkills.push({ name: skill.name, path });
         break;
       }
       case "file":
-        await instance.files.writeFile(skill.path, skill.content);
+        if (materialize) await instance.files.writeFile(skill.path, skill.content);
         break;
       case "agent":
         warnings.push(
@@ -191,14 +224,34 @@ async function runSetup(sandbox: SandboxInstance, setup: WorkspaceSetup): Promis
 }
 
 async function runSetupCommand(sandbox: SandboxInstance, command: string): Promise<void> {
-  const proc = await sandbox.spawn(command);
+  try {
+    await runCommand(sandbox, command, SETUP_TIMEOUT_MS);
+  } catch (error) {
+    throw new Error(`workspace setup "${command}" ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** A command that did not exit 0: `output` is the end of its stderr. */
+interface CommandError extends Error {
+  output?: string;
+}
+
+/** Runs `command` in the sandbox with stdin closed and stdout discarded; rejects unless it exits 0. */
+async function runCommand(
+  sandbox: Pick<SandboxInstance, "spawn">,
+  command: string,
+  timeoutMs: number,
+  env?: Record<string, string>,
+): Promise<void> {
+  const proc = await sandbox.spawn(command, env === undefined ? {} : { env });
   await proc.stdin.close().catch(() => undefined);
   void proc.stdout.pipeTo(new WritableStream()).catch(() => undefined);
-  const timer = setTimeout(() => void proc.kill(), SETUP_TIMEOUT_MS);
+  const timer = setTimeout(() => void proc.kill(), timeoutMs);
   const { code, signal } = await proc.exited.finally(() => clearTimeout(timer));
   if (code !== 0) {
     await proc.kill();
     const why = signal !== null ? `signal ${signal}` : `exit code ${code}`;
-    throw new Error(`workspace setup "${command}" failed (${why}): ${proc.stderrTail().trim().slice(-2000)}`);
+    const output = proc.stderrTail().trim().slice(-2000);
+    throw Object.assign(new Error(`failed (${why}): ${output}`), { output: output || why });
   }
 }

@@ -5,6 +5,7 @@ import {
   type TextOptions,
 } from "@tanstack/ai";
 import { BaseTextAdapter, type StructuredOutputResult } from "@tanstack/ai/adapters";
+import { readText } from "@sandbox-agent/testkit";
 import {
   getSandbox,
   reportFileChanges,
@@ -13,13 +14,7 @@ import {
   type SandboxInstance,
 } from "../src/index.js";
 
-export async function readText(stream: ReadableStream<Uint8Array>): Promise<string> {
-  let out = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>)
-    out += decoder.decode(chunk, { stream: true });
-  return out + decoder.decode();
-}
+export { readText };
 
 /** Runs `command` in the sandbox with stdin closed; resolves its stdout and exit code. */
 export async function runIn(

@@ -9,6 +9,7 @@ export { startProxy, type CuttableProxy } from "./proxy.js";
 export { tempDir } from "./temp.js";
 export { processesWith } from "./procs.js";
 export { waitFor } from "./wait.js";
+export { readText } from "./streams.js";
 export { needService, servicesRequired } from "./services.js";
 export {
   chromiumPath,

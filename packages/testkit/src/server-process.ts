@@ -5,6 +5,8 @@ import { serverBin } from "./paths.js";
 import { tempDir } from "./temp.js";
 
 export interface StartServerOptions {
+  /** The server entry run with `node` (default: this repository's `sandbox-agent` bin). */
+  bin?: string;
   /** Extra CLI arguments after `server`. */
   args?: string[];
   /** Written to a temp file and passed with `--config`. */
@@ -30,7 +32,7 @@ export interface RunningServer {
 /** Starts the real server CLI as a child process on a free loopback port and waits for it to listen. */
 export async function startServer(options: StartServerOptions = {}): Promise<RunningServer> {
   const dataDir = tempDir("sandbox-agent-data-");
-  const args = [serverBin, "server", "--port", "0", ...(options.args ?? [])];
+  const args = [options.bin ?? serverBin, "server", "--port", "0", ...(options.args ?? [])];
   if (options.token) args.push("--token", options.token);
   if (options.config !== undefined) {
     const file = path.join(dataDir, "config.json");

@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// Builds the self-contained server: one directory that runs with a plain `node` >= 20 and no
+// node_modules (for container images and "copy into a running sandbox"):
+//   bundle/sandbox-agent.mjs   the CLI (`node sandbox-agent.mjs server ...`)
+//   bundle/mock-agent.mjs      the built-in `mock` agent, found by the server beside itself
+//   bundle/chunk-*.mjs         code loaded on first use (zod, control plane, extensions, MCP client)
+// esbuild-wasm is esbuild compiled to WebAssembly: a plain npm package, no prebuilt native binary
+// downloaded or selected at install time.
+//   node scripts/bundle.mjs [--out DIR] [--json] [--if-stale]
+// --if-stale: do nothing when the bundle is newer than every compiled file it is made from.
+import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import * as esbuild from "esbuild-wasm";
+
+const { values } = parseArgs({
+  options: {
+    out: { type: "string" },
+    json: { type: "boolean" },
+    "if-stale": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
+});
+if (values.help) {
+  process.stdout.write("Usage: node scripts/bundle.mjs [--out DIR] [--json] [--if-stale]\n");
+  process.exit(0);
+}
+const here = path.dirname(fileURLToPath(import.meta.url));
+const pkgDir = path.resolve(here, "..");
+const outdir = path.resolve(values.out ?? path.join(pkgDir, "bundle"));
+const { version } = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"));
+// Both entries are bundled from the compiled output (`tsc -b` runs first, see package.json).
+const mockMain = path.join(
+  path.dirname(fileURLToPath(import.meta.resolve("@sandbox-agent/mock-agent"))),
+  "main.js",
+);
+
+/** Newest modification time of the files under `dir` (0 when it does not exist). */
+function newest(dir) {
+  try {
+    return Math.max(
+      0,
+      ...readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => statSync(path.join(entry.parentPath, entry.name)).mtimeMs),
+    );
+  } catch {
+    return 0;
+  }
+}
+
+const sources = [path.join(pkgDir, "dist/src"), path.dirname(mockMain), here];
+const stamp = path.join(outdir, "VERSION");
+if (
+  values["if-stale"] &&
+  newest(outdir) > 0 &&
+  statSync(stamp, { throwIfNoEntry: false })?.mtimeMs > Math.max(...sources.map(newest))
+) {
+  process.stdout.write(
+    `server bundle ${version}: up to date in ${path.relative(process.cwd(), outdir) || "."}\n`,
+  );
+  process.exit(0);
+}
+
+const started = performance.now();
+rmSync(outdir, { recursive: true, force: true });
+mkdirSync(outdir, { recursive: true });
+const result = await esbuild.build({
+  entryPoints: [
+    { in: path.join(pkgDir, "dist/src/cli.js"), out: "sandbox-agent" },
+    { in: mockMain, out: "mock-agent" },
+  ],
+  outdir,
+  bundle: true,
+  // Dynamic imports stay dynamic: zod, the control plane and the extensions load on first use,
+  // as they do unbundled (start-up time and idle memory).
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  outExtension: { ".js": ".mjs" },
+  chunkNames: "chunk-[hash]",
+  minify: true,
+  legalComments: "none",
+  metafile: true,
+  logLevel: "warning",
+  define: {
+    SANDBOX_AGENT_BUNDLED_VERSION: JSON.stringify(version),
+    SANDBOX_AGENT_BUNDLED_MOCK: JSON.stringify("./mock-agent.mjs"),
+  },
+  // CommonJS dependencies (the MCP SDK's stdio client) call require() for Node built-ins.
+  banner: { js: 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);' },
+});
+const entry = path.join(outdir, "sandbox-agent.mjs");
+writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, "utf8")}`);
+chmodSync(entry, 0o755);
+writeFileSync(path.join(outdir, "VERSION"), `${version}\n`);
+
+const files = readdirSync(outdir).map((name) => ({ name, bytes: statSync(path.join(outdir, name)).size }));
+const total = files.reduce((sum, f) => sum + f.bytes, 0);
+const summary = {
+  outdir,
+  version,
+  files: files.length,
+  bytes: total,
+  ms: Math.round(performance.now() - started),
+};
+if (values.json) process.stdout.write(`${JSON.stringify({ ...summary, fileList: files })}\n`);
+else
+  process.stdout.write(
+    `server bundle ${version}: ${files.length} files, ${(total / 1024).toFixed(0)} KiB in ${path.relative(process.cwd(), outdir) || "."} (${summary.ms} ms)\n`,
+  );
+void result;
