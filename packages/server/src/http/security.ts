@@ -16,6 +16,8 @@ export interface SecurityOptions {
 const CORS_ALLOW_HEADERS =
   "content-type, authorization, acp-connection-id, x-acp-connection-id, acp-session-id, acp-protocol-version, last-event-id";
 const CORS_EXPOSE_HEADERS = "acp-connection-id, x-acp-connection-id";
+/** `Bearer` and the spaces after it: auth schemes are case-insensitive (RFC 9110 §11.1). */
+const BEARER = /^bearer +/i;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
 function digest(value: string): Buffer {
@@ -33,6 +35,9 @@ function hostName(host: string): string {
  */
 export function checkRequest(req: IncomingMessage, res: ServerResponse, options: SecurityOptions): boolean {
   const host = req.headers.host ?? "";
+  if (req.headers.host === undefined && req.httpVersion === "1.1") {
+    throw problems.badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).");
+  }
   if (options.loopbackOnly && !LOOPBACK_HOSTS.has(hostName(host)) && !options.allowedHosts.includes(host)) {
     throw problems.forbidden(`Host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection).`);
   }
@@ -57,8 +62,8 @@ export function checkRequest(req: IncomingMessage, res: ServerResponse, options:
     }
   }
   if (options.token !== undefined) {
-    const header = req.headers.authorization ?? "";
-    const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
+    const scheme = BEARER.exec(req.headers.authorization ?? "");
+    const presented = scheme ? req.headers.authorization!.slice(scheme[0].length) : "";
     // Hash both sides so the comparison is constant-time regardless of length.
     if (!timingSafeEqual(digest(presented), digest(options.token))) throw problems.unauthorized();
   }
