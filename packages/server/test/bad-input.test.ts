@@ -95,11 +95,14 @@ describe("bad input gets a 4xx problem, never a 500", () => {
     }
   });
 
-  it("requests node:http cannot parse get problem+json, not a bare status line", async () => {
+  it("requests node:http (or the URL parser) cannot take get problem+json, not a bare status line", async () => {
     const cases: Array<[string, number]> = [
       ["GARBAGE\r\n\r\n", 400],
       ["GET /v2/health HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n", 400],
       ["GET /v2/health HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n", 400],
+      // node:http accepts this target, the URL parser does not.
+      ["GET http://[::1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400],
+      ["GET /v2/health HTTP/1.1\r\n\r\n", 400],
       [
         "POST /v2/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n",
         400,

@@ -101,6 +101,17 @@ export class Router {
   }
 }
 
+/** The request's URL; a request target even the WHATWG parser refuses (`http://[::1`) is a 400. */
+export function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? "/", "http://localhost");
+  } catch {
+    throw problems.badRequest(
+      `The request target ${JSON.stringify((req.url ?? "").slice(0, 100))} is not a valid URL.`,
+    );
+  }
+}
+
 function decodeSegment(segment: string): string {
   try {
     return decodeURIComponent(segment);
