@@ -18,8 +18,16 @@ import { needService, serverBin, stopChild, tempDir } from "@sandbox-agent/testk
 /** Why a private mount namespace with a tmpfs cannot be had here, if it cannot. */
 function mountNamespaceMissing(): string | undefined {
   if (process.getuid?.() !== 0) return "needs root (a tmpfs mounted in a private mount namespace)";
-  const probe = spawnSync("unshare", ["--mount", "--propagation", "private", "true"], { encoding: "utf8" });
-  return probe.status === 0 ? undefined : `unshare --mount failed: ${probe.error?.message ?? probe.stderr}`;
+  const script = 'mount -t tmpfs tmpfs "$1"';
+  const probe = spawnSync(
+    "unshare",
+    ["--mount", "--propagation", "private", "sh", "-c", script, "sh", tempDir()],
+    {
+      encoding: "utf8",
+    },
+  );
+  if (probe.status === 0) return undefined;
+  return `unshare --mount … mount -t tmpfs failed: ${probe.error?.message ?? probe.stderr}`;
 }
 
 /**
