@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -13,7 +13,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { needService, serverBin, stopChild, tempDir } from "@sandbox-agent/testkit";
+import { needService, startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
 
 /** Why a private mount namespace with a tmpfs cannot be had here, if it cannot. */
 function mountNamespaceMissing(): string | undefined {
@@ -39,8 +39,7 @@ describe(
   "filesystem moves across mount points",
   { skip: needService("mount namespaces", mountNamespaceMissing()) },
   () => {
-    let child: ChildProcess;
-    let baseUrl: string;
+    let server: RunningServer;
     let root: string;
     let outside: string;
 
@@ -56,41 +55,23 @@ describe(
       symlinkSync(outside, path.join(root, "tree", "link-out"));
       writeFileSync(path.join(root, "single.txt"), "single");
       writeFileSync(path.join(root, "kept.txt"), "kept");
-      const script =
-        'mount -t tmpfs tmpfs "$1" && exec "$2" "$3" server --port 0 --fs-root "$4" --data-dir "$5"';
-      child = spawn(
-        "unshare",
-        ["--mount", "--propagation", "private", "sh", "-c", script, "sh"].concat([
-          path.join(root, "mnt"),
-          process.execPath,
-          serverBin,
-          root,
-          tempDir("fs-xdev-data-"),
-        ]),
-        { stdio: ["ignore", "pipe", "pipe"] },
-      );
-      let stderr = "";
-      child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-      baseUrl = await new Promise<string>((resolve, reject) => {
-        let stdout = "";
-        child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-          stdout += d;
-          const m = /listening on (http:\/\/\S+)/.exec(stdout);
-          if (m) resolve(m[1]!);
-        });
-        child.once("exit", (code) => reject(new Error(`server exited with ${code}:\n${stderr}`)));
+      const script = 'mount -t tmpfs tmpfs "$1" && shift && exec "$@"';
+      const wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"];
+      server = await startServer({
+        args: ["--fs-root", root],
+        wrapper: [...wrapper, path.join(root, "mnt")],
       });
     });
-    after(() => stopChild(child));
+    after(() => server.stop());
 
     const move = (from: string, to: string, overwrite = false) =>
-      fetch(`${baseUrl}/v2/fs/move`, {
+      fetch(`${server.baseUrl}/v2/fs/move`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ from, to, overwrite }),
       });
     const list = async (dir: string) => {
-      const response = await fetch(`${baseUrl}/v2/fs/list?path=${dir}&recursive=true`);
+      const response = await fetch(`${server.baseUrl}/v2/fs/list?path=${dir}&recursive=true`);
       assert.equal(response.status, 200, await response.clone().text());
       const { entries } = (await response.json()) as { entries: Array<{ path: string; type: string }> };
       return entries.map((e) => `${e.path} ${e.type}`).sort();
@@ -108,8 +89,8 @@ describe(
         "/mnt/tree/sub/deeper directory",
         "/mnt/tree/sub/deeper/b.bin file",
       ]);
-      assert.equal(await (await fetch(`${baseUrl}/v2/fs/file?path=mnt/tree/link-in`)).text(), "alpha");
-      assert.equal((await fetch(`${baseUrl}/v2/fs/file?path=mnt/tree/link-out`)).status, 403);
+      assert.equal(await (await fetch(`${server.baseUrl}/v2/fs/file?path=mnt/tree/link-in`)).text(), "alpha");
+      assert.equal((await fetch(`${server.baseUrl}/v2/fs/file?path=mnt/tree/link-out`)).status, 403);
 
       const back = await move("mnt/tree", "back");
       assert.equal(back.status, 200, await back.text());
@@ -127,9 +108,9 @@ describe(
       assert.ok(!existsSync(path.join(root, "single.txt")));
       assert.equal((await move("kept.txt", "mnt/single.txt")).status, 409);
       assert.equal(readFileSync(path.join(root, "kept.txt"), "utf8"), "kept");
-      assert.equal(await (await fetch(`${baseUrl}/v2/fs/file?path=mnt/single.txt`)).text(), "single");
+      assert.equal(await (await fetch(`${server.baseUrl}/v2/fs/file?path=mnt/single.txt`)).text(), "single");
       assert.equal((await move("kept.txt", "mnt/single.txt", true)).status, 200);
-      assert.equal(await (await fetch(`${baseUrl}/v2/fs/file?path=mnt/single.txt`)).text(), "kept");
+      assert.equal(await (await fetch(`${server.baseUrl}/v2/fs/file?path=mnt/single.txt`)).text(), "kept");
       assert.deepEqual(await list("mnt"), ["/mnt/single.txt file"]);
     });
   },
