@@ -9,7 +9,7 @@ import type { AgentSpec } from "./agents/types.js";
 import { healthRoute } from "./control-plane/health.js";
 import { createHttpListener } from "./http/listener.js";
 import { problems } from "./http/problem.js";
-import { Router, withProblems } from "./http/router.js";
+import { requestUrl, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { createLogger, type Logger, type LogLevel } from "./log.js";
 import { ProcessManager } from "./processes/manager.js";
@@ -138,7 +138,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     void withProblems(
       res,
       async () => {
-        const url = new URL(req.url ?? "/", "http://localhost");
+        const url = requestUrl(req);
         if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
         await router.handle(req, res, url);
       },

@@ -353,6 +353,65 @@ describe("filesystem API", () => {
     });
   });
 
+  describe("filesystem errors", () => {
+    it("symlink loops and over-long names are 400, and no problem names a host path", async () => {
+      symlinkSync("loop-b", inRoot("loop-a"));
+      symlinkSync("loop-a", inRoot("loop-b"));
+      const long = "n".repeat(300);
+      // Within the API's 4,096 characters, but past PATH_MAX once below the root.
+      const deepLong = Array.from({ length: 16 }, () => "d".repeat(255)).join("/");
+      const answers = [
+        [await get("stat", { path: "loop-a" }), 400],
+        [await get("file", { path: "loop-a/x" }), 400],
+        [await put({ path: "loop-a" }, "x"), 400],
+        [await post("mkdir", { path: "loop-a/x", recursive: true }), 400],
+        [await get("stat", { path: long }), 400],
+        [await get("file", { path: `dir/${long}` }), 400],
+        [await put({ path: long }, "x"), 400],
+        [await post("mkdir", { path: long }), 400],
+        [await post("move", { from: "hello.txt", to: long }), 400],
+        [await del({ path: long }), 400],
+        [await get("stat", { path: deepLong }), 400],
+        [await put({ path: deepLong, parents: "true" }, "x"), 400],
+      ] as const;
+      for (const [response, status] of answers) {
+        const body = await problem(response, status, "bad-request");
+        assert.ok(!body.detail.includes(root), `host path in ${JSON.stringify(body)}`);
+      }
+    });
+
+    it("a socket is 409 not-a-file, not a 500 naming its host path", async () => {
+      const { createServer } = await import("node:net");
+      const listener = createServer();
+      await new Promise<void>((resolve) => listener.listen(inRoot("agent.sock"), resolve));
+      try {
+        const body = await problem(await get("file", { path: "agent.sock" }), 409, "not-a-file");
+        assert.ok(!body.detail.includes(root), body.detail);
+      } finally {
+        listener.close();
+      }
+    });
+
+    it("move with overwrite=false lets exactly one of many concurrent movers win", async () => {
+      for (const kind of ["file", "directory"] as const) {
+        const sources = Array.from({ length: 12 }, (_, i) => `race-${kind}-${i}`);
+        for (const name of sources) {
+          if (kind === "file") writeFileSync(inRoot(name), name);
+          else mkdirSync(inRoot(name));
+        }
+        const target = `race-${kind}-target`;
+        const responses = await Promise.all(sources.map((from) => post("move", { from, to: target })));
+        const statuses = responses.map((r) => r.status).sort();
+        assert.deepEqual(statuses, [200, ...Array(sources.length - 1).fill(409)], kind);
+        const winner = sources[responses.findIndex((r) => r.status === 200)]!;
+        assert.ok(!existsSync(inRoot(winner)), `${winner} was moved`);
+        if (kind === "file") assert.equal(readFileSync(inRoot(target), "utf8"), winner);
+        const left = sources.filter((name) => existsSync(inRoot(name)));
+        assert.equal(left.length, sources.length - 1, "the losers stay where they were");
+      }
+    });
+  });
+
   describe("root selection", () => {
     it("defaults to the workdir", async () => {
       const workdir = tempDir("fs-workdir-");

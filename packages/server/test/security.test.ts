@@ -40,6 +40,17 @@ describe("security (T-SEC)", () => {
     assert.equal((await conn.post({ jsonrpc: "2.0", method: "_x" })).status, 202);
   });
 
+  it("the bearer scheme is case-insensitive (RFC 9110 §11.1)", async () => {
+    for (const authorization of [`bearer ${token}`, `BEARER ${token}`, `Bearer   ${token}`]) {
+      const response = await fetch(`${server.baseUrl}/v2/health`, { headers: { authorization } });
+      assert.equal(response.status, 200, authorization);
+    }
+    for (const authorization of [`Bearer${token}`, `bearer ${token.toUpperCase()}`, `Basic ${token}`]) {
+      const response = await fetch(`${server.baseUrl}/v2/health`, { headers: { authorization } });
+      assert.equal(response.status, 401, authorization);
+    }
+  });
+
   it("T-SEC-01: a foreign Origin is 403 on every endpoint", async () => {
     for (const path of ["/v2/rpc", "/v2/health"]) {
       const response = await fetch(`${server.baseUrl}${path}`, {

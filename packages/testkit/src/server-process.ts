@@ -14,6 +14,11 @@ export interface StartServerOptions {
   token?: string;
   env?: Record<string, string | undefined>;
   timeoutMs?: number;
+  /**
+   * A command line to run the server through (e.g. into a namespace), given `node <server> …` as
+   * its last arguments. It must end up exec'ing them, so that the child's pid is the server's.
+   */
+  wrapper?: string[];
 }
 
 export interface RunningServer {
@@ -39,7 +44,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     writeFileSync(file, JSON.stringify(options.config));
     args.push("--config", file);
   }
-  const child = spawn(process.execPath, args, {
+  const [command, ...commandArgs] = [...(options.wrapper ?? []), process.execPath, ...args];
+  const child = spawn(command!, commandArgs, {
     env: { ...process.env, SANDBOX_AGENT_DATA_DIR: dataDir, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,7 +1,7 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
 import path from "node:path";
 import { ProblemError, problems } from "../http/problem.js";
-import { errnoOf } from "./fs-problems.js";
+import { errnoOf, onPath } from "./fs-problems.js";
 
 /** A path of the filesystem API, checked to stay inside the root. */
 export interface RootedPath {
@@ -33,7 +33,7 @@ export function pathEscape(requested: string): ProblemError {
 }
 
 /** Whether `candidate` (absolute, normalized) is `root` or inside it. */
-function isInside(root: string, candidate: string): boolean {
+export function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
@@ -55,11 +55,13 @@ export async function resolveInRoot(
   if (!isInside(root, lexical)) throw pathEscape(requested);
   const display = "/" + path.relative(root, lexical).split(path.sep).join("/");
   if (lexical === root) return { absolute: root, display, isRoot: true };
-  const parent = await resolveExisting(root, path.dirname(lexical), requested);
   const name = path.basename(lexical);
-  const absolute = options.follow
-    ? await resolveExisting(root, path.join(parent, name), requested)
-    : path.join(parent, name);
+  const absolute = await onPath(display, async () => {
+    const parent = await resolveExisting(root, path.dirname(lexical), requested);
+    return options.follow
+      ? await resolveExisting(root, path.join(parent, name), requested)
+      : path.join(parent, name);
+  });
   return { absolute, display, isRoot: absolute === root };
 }
 
@@ -72,17 +74,19 @@ async function resolveExisting(root: string, target: string, requested: string):
     try {
       real = await realpath(existing);
     } catch (error) {
-      if (errnoOf(error) !== "ENOENT") throw error;
+      const code = errnoOf(error);
+      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
       // A dangling symlink: continue from where it points, so a later write cannot follow it outside.
-      const link = await readlink(existing);
-      current = path.join(path.resolve(path.dirname(existing), link), ...rest);
+      // Not a link (any more): the path changed since lstat, so look again.
+      const link = await readlink(existing).catch(() => undefined);
+      if (link !== undefined) current = path.join(path.resolve(path.dirname(existing), link), ...rest);
       continue;
     }
     const resolved = path.join(real, ...rest);
     if (!isInside(root, real) || !isInside(root, resolved)) throw pathEscape(requested);
     return resolved;
   }
-  throw problems.badRequest(`Too many levels of symbolic links in ${JSON.stringify(requested)}.`);
+  throw Object.assign(new Error("too many symbolic links or concurrent changes"), { code: "ELOOP" });
 }
 
 /** Splits `target` into its deepest existing ancestor (by lstat) and the missing components below. */

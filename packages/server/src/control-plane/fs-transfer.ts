@@ -1,22 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { constants, createWriteStream, type Stats } from "node:fs";
-import { chmod, link, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { constants, type Stats } from "node:fs";
+import { lstat, rename, unlink } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ProblemError, problems } from "../http/problem.js";
-import {
-  alreadyExists,
-  errnoOf,
-  fsProblem,
-  isADirectory,
-  notADirectory,
-  notAFile,
-  notFound,
-  onPath,
-} from "./fs-problems.js";
+import { ensureDirectory, inParent, renameNoReplace, writeNewFile } from "./fs-ops.js";
 import type { RootedPath } from "./fs-paths.js";
+import { alreadyExists, errnoOf, isADirectory, notAFile, onPath } from "./fs-problems.js";
+import type { FsRoot } from "./fs-root.js";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8",
@@ -76,10 +69,17 @@ function isClientGone(error: unknown): boolean {
 }
 
 /** Streams a regular file, honouring a single `Range`; never holds more than a stream chunk in memory. */
-export async function sendFile(req: IncomingMessage, res: ServerResponse, target: RootedPath): Promise<void> {
+export async function sendFile(
+  root: FsRoot,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RootedPath,
+): Promise<void> {
   // O_NONBLOCK so that opening a FIFO cannot hang the request; regular files ignore it.
   const handle = await onPath(target.display, () =>
-    open(target.absolute, constants.O_RDONLY | constants.O_NONBLOCK),
+    root.with(target.absolute, target.display, {}, (pinned) =>
+      pinned.reopen(constants.O_RDONLY | constants.O_NONBLOCK),
+    ),
   );
   let streaming = false;
   try {
@@ -139,64 +139,38 @@ function byteLimit(limit: number): Transform {
   });
 }
 
-async function statOrUndefined(file: string): Promise<Stats | undefined> {
-  try {
-    return await stat(file);
-  } catch (error) {
-    if (errnoOf(error) === "ENOENT" || errnoOf(error) === "ENOTDIR") return undefined;
-    throw error;
-  }
-}
-
-async function ensureParent(target: RootedPath, parents: boolean): Promise<void> {
-  const parent = path.dirname(target.absolute);
-  if (parents) return void (await onPath(target.display, () => mkdir(parent, { recursive: true })));
-  const info = await onPath(target.display, () => statOrUndefined(parent));
-  if (info === undefined) throw notFound(`The parent directory of ${target.display}`);
-  if (!info.isDirectory()) throw notADirectory(`The parent of ${target.display}`);
-}
-
-/** Moves the finished temp file into place; without `overwrite` a concurrent creator wins (409). */
-async function commit(temp: string, target: RootedPath, overwrite: boolean): Promise<void> {
-  if (overwrite) return rename(temp, target.absolute);
-  try {
-    await link(temp, target.absolute); // atomic "create if absent"
-  } catch (error) {
-    if (errnoOf(error) === "EEXIST") throw alreadyExists(target.display);
-    // Filesystems without hard links: fall back to check-then-rename.
-    if ((await statOrUndefined(target.absolute)) !== undefined) throw alreadyExists(target.display);
-    return rename(temp, target.absolute);
-  }
-  await rm(temp, { force: true });
-}
-
 /**
  * Streams `source` into a temp file next to `target`, then renames it into place, so readers never
- * see a half-written file and a failed upload leaves nothing behind. Returns whether it was created.
+ * see a half-written file and a failed upload leaves nothing behind. Every step goes through the
+ * pinned parent directory (see `FsRoot`). Returns whether the file was created, and what it is now.
  */
 export async function receiveFile(
+  root: FsRoot,
   source: Readable,
   target: RootedPath,
   options: ReceiveOptions,
-): Promise<boolean> {
-  const existing = await onPath(target.display, () => statOrUndefined(target.absolute));
-  if (target.isRoot || existing?.isDirectory()) throw isADirectory(target.display);
-  if (existing && !options.overwrite) throw alreadyExists(target.display);
-  await ensureParent(target, options.parents);
-  const temp = path.join(
-    path.dirname(target.absolute),
-    `.${path.basename(target.absolute)}.${randomUUID()}.upload`,
-  );
-  try {
-    const sink = createWriteStream(temp, { flags: "wx", mode: existing ? existing.mode & 0o7777 : 0o666 });
-    const stages =
-      options.maxBytes === undefined ? [source, sink] : [source, byteLimit(options.maxBytes), sink];
-    await pipeline(stages);
-    if (existing) await chmod(temp, existing.mode & 0o7777);
-    await commit(temp, target, options.overwrite);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw fsProblem(error, target.display);
-  }
-  return existing === undefined;
+): Promise<{ created: boolean; info: Stats }> {
+  if (target.isRoot) throw isADirectory(target.display);
+  if (options.parents) await ensureDirectory(root, path.dirname(target.absolute), target.display);
+  return inParent(root, target, async (parent, name) => {
+    const existing = await lstat(parent.at(name)).catch((error: unknown) => {
+      if (errnoOf(error) !== "ENOENT") throw error;
+    });
+    if (existing?.isDirectory()) throw isADirectory(target.display);
+    if (existing && !options.overwrite) throw alreadyExists(target.display);
+    const temp = parent.at(`.${name}.${randomUUID()}.upload`);
+    try {
+      await writeNewFile(temp, source, {
+        mode: existing?.isFile() ? existing.mode & 0o7777 : undefined,
+        through: options.maxBytes === undefined ? [] : [byteLimit(options.maxBytes)],
+      });
+      // Without `overwrite`, a concurrent creator wins (409): no check-then-write race.
+      if (options.overwrite) await rename(temp, parent.at(name));
+      else await renameNoReplace(temp, parent.at(name), false);
+    } catch (error) {
+      await unlink(temp).catch(() => {});
+      throw error;
+    }
+    return { created: existing === undefined, info: await lstat(parent.at(name)) };
+  });
 }

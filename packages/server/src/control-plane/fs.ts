@@ -1,14 +1,20 @@
-import { realpathSync, type Stats } from "node:fs";
-import { cp, lstat, mkdir, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
-import path from "node:path";
 import { Readable } from "node:stream";
 import { z } from "zod";
-import { problems } from "../http/problem.js";
 import { sendJson } from "../http/router.js";
 import type { Logger } from "../log.js";
+import {
+  deleteEntry,
+  entryInfo,
+  entryOf,
+  listDirectory,
+  makeDirectory,
+  moveEntry,
+  statOf,
+  type Entry,
+} from "./fs-ops.js";
 import { resolveInRoot, type RootedPath } from "./fs-paths.js";
-import { alreadyExists, errnoOf, fsProblem, notADirectory, notFound, onPath } from "./fs-problems.js";
+import { FsRoot } from "./fs-root.js";
 import { receiveFile, sendFile } from "./fs-transfer.js";
 import { booleanQuery, defineRoute, type ResponseSpec, type RouteDef } from "./schema-route.js";
 
@@ -33,8 +39,7 @@ const entrySchema = z.object({
   type: z.enum(["file", "directory", "symlink", "other"]),
   size: z.number().int().nonnegative(),
   mtime: z.string().describe("Last modification, ISO 8601"),
-});
-type Entry = z.output<typeof entrySchema>;
+}) satisfies z.ZodType<Entry>;
 
 const listSchema = z.object({
   path: z.string(),
@@ -54,122 +59,25 @@ const errors: Record<"escape" | "missing", Record<number, ResponseSpec>> & {
   conflict: (description) => ({ 409: { description } }),
 };
 
-function typeOf(info: Stats): Entry["type"] {
-  if (info.isSymbolicLink()) return "symlink";
-  if (info.isDirectory()) return "directory";
-  return info.isFile() ? "file" : "other";
-}
-
-function entryOf(display: string, info: Stats): Entry {
-  return {
-    name: path.posix.basename(display),
-    path: display,
-    type: typeOf(info),
-    size: info.size,
-    mtime: info.mtime.toISOString(),
-  };
-}
-
-function childPath(parent: string, name: string): string {
-  return parent === "/" ? `/${name}` : `${parent}/${name}`;
-}
-
-/** Lists `dir` (breadth first when recursive, never following symlinks) up to `limit` entries. */
-async function listDirectory(
-  dir: RootedPath,
-  recursive: boolean,
-  limit: number,
-): Promise<z.output<typeof listSchema>> {
-  const info = await onPath(dir.display, () => stat(dir.absolute));
-  if (!info.isDirectory()) throw notADirectory(dir.display);
-  const entries: Entry[] = [];
-  const queue: { absolute: string; display: string }[] = [dir];
-  while (queue.length > 0) {
-    const current = queue.shift()!;
-    const names = await onPath(current.display, () => readdir(current.absolute));
-    for (const name of names.sort()) {
-      if (entries.length === limit) return { path: dir.display, entries, truncated: true };
-      const child = {
-        absolute: path.join(current.absolute, name),
-        display: childPath(current.display, name),
-      };
-      // An entry may vanish between readdir and lstat; skip it rather than fail the listing.
-      const childInfo = await lstat(child.absolute).catch(() => undefined);
-      if (!childInfo) continue;
-      entries.push(entryOf(child.display, childInfo));
-      if (recursive && childInfo.isDirectory()) queue.push(child);
-    }
-  }
-  return { path: dir.display, entries, truncated: false };
-}
-
-async function existingEntry(target: RootedPath): Promise<Stats> {
-  return onPath(target.display, () => lstat(target.absolute));
-}
-
-async function exists(target: RootedPath): Promise<boolean> {
-  return lstat(target.absolute).then(
-    () => true,
-    (error: unknown) => {
-      if (errnoOf(error) === "ENOENT") return false;
-      throw fsProblem(error, target.display);
-    },
-  );
-}
-
-async function moveEntry(from: RootedPath, to: RootedPath, overwrite: boolean): Promise<void> {
-  if (from.isRoot) throw problems.forbidden("The filesystem root cannot be moved.");
-  await existingEntry(from);
-  if (from.absolute === to.absolute) return;
-  if (to.isRoot || (!overwrite && (await exists(to)))) throw alreadyExists(to.display);
-  try {
-    await rename(from.absolute, to.absolute);
-  } catch (error) {
-    if (errnoOf(error) !== "EXDEV") throw fsProblem(error, to.display);
-    // Across mount points rename is impossible: copy, then remove the original.
-    await onPath(to.display, () =>
-      cp(from.absolute, to.absolute, {
-        recursive: true,
-        force: overwrite,
-        errorOnExist: true,
-        verbatimSymlinks: true,
-      }),
-    );
-    await onPath(from.display, () => rm(from.absolute, { recursive: true }));
-  }
-}
-
-async function deleteEntry(target: RootedPath, recursive: boolean): Promise<void> {
-  if (target.isRoot) throw problems.forbidden("The filesystem root cannot be deleted.");
-  const info = await existingEntry(target);
-  await onPath(target.display, () =>
-    info.isDirectory() && !recursive ? rmdir(target.absolute) : rm(target.absolute, { recursive }),
-  );
-}
-
-/** mkdir that answers whether it created the directory (an existing one is fine when recursive). */
-async function makeDirectory(target: RootedPath, recursive: boolean): Promise<boolean> {
-  const info = await stat(target.absolute).catch(() => undefined);
-  if (info?.isDirectory() && recursive) return false;
-  if (info) throw alreadyExists(target.display);
-  try {
-    await mkdir(target.absolute, { recursive });
-  } catch (error) {
-    if (errnoOf(error) === "ENOENT") throw notFound(`The parent directory of ${target.display}`);
-    throw fsProblem(error, target.display);
-  }
-  return true;
-}
-
-async function respondWithEntry(res: ServerResponse, target: RootedPath, created: boolean): Promise<void> {
-  const info = await existingEntry(target);
-  sendJson(res, created ? 201 : 200, entryOf(target.display, info));
+async function respondWithEntry(
+  res: ServerResponse,
+  root: FsRoot,
+  target: RootedPath,
+  created: boolean,
+): Promise<void> {
+  sendJson(res, created ? 201 : 200, entryOf(target.display, await entryInfo(root, target)));
 }
 
 /** Routes under `/v2/fs/`; the root is resolved once, so a symlinked root works and cannot move. */
 export function fsRoutes(deps: FsDeps): RouteDef[] {
-  const root = realpathSync(deps.root);
-  const resolve = (requested: string, follow = true) => resolveInRoot(root, requested, { follow });
+  const root = new FsRoot(deps.root);
+  if (!root.verifies) {
+    deps.logger.warn(
+      "filesystem API: /proc/self/fd is unavailable, so objects are reached by path; a local process " +
+        "swapping directories for symlinks during a request could race the root checks",
+    );
+  }
+  const resolve = (requested: string, follow = true) => resolveInRoot(root.path, requested, { follow });
   const written = {
     200: { description: "Replaced", schema: entrySchema },
     201: { description: "Created", schema: entrySchema },
@@ -198,7 +106,11 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
         ...errors.conflict("The path is not a directory"),
       },
       handler: async ({ res, query }) =>
-        sendJson(res, 200, await listDirectory(await resolve(query.path), query.recursive, query.limit)),
+        sendJson(
+          res,
+          200,
+          await listDirectory(root, await resolve(query.path), query.recursive, query.limit),
+        ),
     }),
     defineRoute({
       method: "GET",
@@ -213,11 +125,7 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
       },
       handler: async ({ res, query }) => {
         const target = await resolve(query.path);
-        sendJson(
-          res,
-          200,
-          entryOf(target.display, await onPath(target.display, () => stat(target.absolute))),
-        );
+        sendJson(res, 200, entryOf(target.display, await statOf(root, target)));
       },
     }),
     defineRoute({
@@ -235,7 +143,7 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
         ...errors.conflict("The path is a directory or not a regular file"),
         416: { description: "The range lies outside the file" },
       },
-      handler: async ({ req, res, query }) => sendFile(req, res, await resolve(query.path)),
+      handler: async ({ req, res, query }) => sendFile(root, req, res, await resolve(query.path)),
     }),
     defineRoute({
       method: "PUT",
@@ -257,8 +165,11 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
       },
       handler: async ({ req, res, query }) => {
         const target = await resolve(query.path);
-        const created = await receiveFile(req, target, { ...query, maxBytes: deps.maxUploadBytes });
-        await respondWithEntry(res, target, created);
+        const { created, info } = await receiveFile(root, req, target, {
+          ...query,
+          maxBytes: deps.maxUploadBytes,
+        });
+        sendJson(res, created ? 201 : 200, entryOf(target.display, info));
       },
     }),
     defineRoute({
@@ -289,8 +200,8 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
       handler: async ({ res, body }) => {
         const target = await resolve(body.path);
         const bytes = Buffer.from(body.content, body.encoding);
-        const created = await receiveFile(Readable.from([bytes]), target, body);
-        await respondWithEntry(res, target, created);
+        const { created, info } = await receiveFile(root, Readable.from([bytes]), target, body);
+        sendJson(res, created ? 201 : 200, entryOf(target.display, info));
       },
     }),
     defineRoute({
@@ -314,7 +225,7 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
       },
       handler: async ({ res, body }) => {
         const target = await resolve(body.path);
-        await respondWithEntry(res, target, await makeDirectory(target, body.recursive));
+        await respondWithEntry(res, root, target, await makeDirectory(root, target, body.recursive));
       },
     }),
     defineRoute({
@@ -331,8 +242,8 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
       },
       handler: async ({ res, body }) => {
         const [from, to] = [await resolve(body.from, false), await resolve(body.to, false)];
-        await moveEntry(from, to, body.overwrite);
-        await respondWithEntry(res, to, false);
+        await moveEntry(root, from, to, body.overwrite);
+        await respondWithEntry(res, root, to, false);
       },
     }),
     defineRoute({
@@ -351,7 +262,7 @@ export function fsRoutes(deps: FsDeps): RouteDef[] {
         ...errors.conflict("The directory is not empty (and recursive=false)"),
       },
       handler: async ({ res, query }) => {
-        await deleteEntry(await resolve(query.path, false), query.recursive);
+        await deleteEntry(root, await resolve(query.path, false), query.recursive);
         res.writeHead(204).end();
       },
     }),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isJsonContentType, readBody } from "../http/body.js";
+import { MAX_JSON_DEPTH, scanJson } from "../http/json.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { HttpContext, HttpMethod, Route } from "../http/router.js";
 
@@ -251,11 +252,17 @@ async function readJsonBody(
     if (!isJsonContentType(ctx.req.headers["content-type"])) {
       throw problems.unsupportedMediaType("Request bodies must be Content-Type: application/json.");
     }
+    const text = raw.toString("utf8");
     try {
-      json = JSON.parse(raw.toString("utf8"));
+      json = JSON.parse(text);
     } catch {
       throw problems.badRequest("The body is not valid JSON.");
     }
+    const { depth } = scanJson(text);
+    if (depth > MAX_JSON_DEPTH)
+      throw problems.badRequest(
+        `The body is nested ${depth} levels deep; at most ${MAX_JSON_DEPTH} are accepted.`,
+      );
   }
   return validate(spec.body, json, "body");
 }

@@ -20,7 +20,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     };
     req.on("data", onData);
     req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.once("error", reject);
+    // The client went away mid-body (node says "aborted"): nobody may hear it, but it is their error.
+    req.once("error", (error: Error) =>
+      reject(problems.badRequest(`The request body could not be read completely (${error.message}).`)),
+    );
   });
 }
 

@@ -12,6 +12,7 @@ import {
   type ServerHttp2Session,
 } from "node:http2";
 import type { Socket } from "node:net";
+import { answerClientError } from "./client-error.js";
 import { problems, sendProblem } from "./problem.js";
 
 declare module "node:http2" {
@@ -72,7 +73,9 @@ const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
  * HTTP/1.1, told apart by the connection's first bytes and served by the same handler.
  */
 export function createHttpListener(handler: RequestHandler): HttpListener {
-  const server = createServer(handler);
+  // A missing Host is answered as a problem by the security checks, not by node's bare 400.
+  const server = createServer({ requireHostHeader: false }, handler);
+  server.on("clientError", answerClientError);
   const http2 = createHttp2Server();
   http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) => serveHttp2(req, res, handler));
   const sessions = trackSessions(http2, () => server.keepAliveTimeout);

@@ -72,7 +72,7 @@ export class Router {
     const hit = matching.find((m) => m.route.method === req.method);
     if (!hit) throw problems.methodNotAllowed(matching.map((m) => m.route.method).join(", "));
     const params: Record<string, string> = {};
-    hit.route.names.forEach((name, i) => (params[name] = decodeURIComponent(hit.match![i + 1]!)));
+    hit.route.names.forEach((name, i) => (params[name] = decodeSegment(hit.match![i + 1]!)));
     await hit.route.handler({ req, res, url, params });
   }
 
@@ -98,6 +98,27 @@ export class Router {
       group.loading = undefined; // a later request tries again
       throw error;
     }
+  }
+}
+
+/** The request's URL; a request target even the WHATWG parser refuses (`http://[::1`) is a 400. */
+export function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? "/", "http://localhost");
+  } catch {
+    throw problems.badRequest(
+      `The request target ${JSON.stringify((req.url ?? "").slice(0, 100))} is not a valid URL.`,
+    );
+  }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw problems.badRequest(
+      `Malformed percent-encoding in the path segment ${JSON.stringify(segment.slice(0, 100))}.`,
+    );
   }
 }
 

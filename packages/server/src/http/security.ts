@@ -16,6 +16,8 @@ export interface SecurityOptions {
 const CORS_ALLOW_HEADERS =
   "content-type, authorization, acp-connection-id, x-acp-connection-id, acp-session-id, acp-protocol-version, last-event-id";
 const CORS_EXPOSE_HEADERS = "acp-connection-id, x-acp-connection-id";
+/** `Bearer` and the spaces after it: auth schemes are case-insensitive (RFC 9110 §11.1). */
+const BEARER = /^bearer +/i;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
 function digest(value: string): Buffer {
@@ -30,6 +32,9 @@ function hostName(host: string): string {
 /** Host check (DNS-rebinding protection): throws 403 for a name a loopback listener must not answer. */
 export function checkHost(req: IncomingMessage, options: SecurityOptions): void {
   const host = req.headers.host ?? "";
+  if (req.headers.host === undefined && req.httpVersion === "1.1") {
+    throw problems.badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).");
+  }
   if (options.loopbackOnly && !LOOPBACK_HOSTS.has(hostName(host)) && !options.allowedHosts.includes(host)) {
     throw problems.forbidden(`Host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection).`);
   }
@@ -54,7 +59,8 @@ export function checkOrigin(req: IncomingMessage, options: SecurityOptions): str
 export function hasBearerToken(req: IncomingMessage, options: SecurityOptions): boolean {
   if (options.token === undefined) return true;
   const header = req.headers.authorization ?? "";
-  const presented = header.startsWith("Bearer ") ? header.slice(7) : "";
+  const scheme = BEARER.exec(header);
+  const presented = scheme ? header.slice(scheme[0].length) : "";
   // Hash both sides so the comparison is constant-time regardless of length.
   return timingSafeEqual(digest(presented), digest(options.token));
 }

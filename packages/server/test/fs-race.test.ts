@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { startServer, stopChild, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+
+const FLIPPER = fileURLToPath(new URL("./support/flip-symlink.js", import.meta.url));
+/** How long the hostile process swaps, and so how long requests are sent. */
+const FLIP_MS = 6000;
+/** At most this many rounds of requests (one request per operation each). */
+const MAX_ROUNDS = 400;
+const SECRET = "outside the root";
+
+interface Outcome {
+  operation: string;
+  status: number;
+  body: string;
+}
+
+/** Every file and directory below `dir` with its content (directories as "<dir>"). */
+function snapshot(dir: string, prefix = ""): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const name of readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) {
+      found.set(prefix + name, "<dir>");
+      for (const [k, v] of snapshot(full, `${prefix}${name}/`)) found.set(k, v);
+    } else found.set(prefix + name, readFileSync(full, "utf8"));
+  }
+  return found;
+}
+
+/**
+ * A local process swaps a directory of the root for a symlink to a directory outside it, as fast
+ * as it can, while a client reads, lists, stats, uploads, writes, creates, moves and deletes
+ * below that directory. Every step must either act inside the root or fail: nothing outside may be
+ * read, listed, created, changed or deleted.
+ */
+describe("filesystem API against a hostile process swapping a directory for a symlink", () => {
+  let server: RunningServer;
+  let root: string;
+  let outside: string;
+  let before_: Map<string, string>;
+
+  before(async () => {
+    root = tempDir("fs-race-root-");
+    outside = tempDir("fs-race-outside-");
+    mkdirSync(path.join(root, "d"));
+    writeFileSync(path.join(root, "d", "file.txt"), "inside");
+    writeFileSync(path.join(outside, "file.txt"), SECRET);
+    writeFileSync(path.join(outside, "only-outside.txt"), SECRET);
+    writeFileSync(path.join(outside, "steal.txt"), SECRET);
+    for (let i = 0; i < MAX_ROUNDS; i++) {
+      writeFileSync(path.join(outside, `victim-${i}.txt`), SECRET);
+      writeFileSync(path.join(root, "d", `move-${i}.txt`), "inside");
+    }
+    mkdirSync(path.join(outside, "tree", "sub"), { recursive: true });
+    writeFileSync(path.join(outside, "tree", "sub", "leaf.txt"), SECRET);
+    before_ = snapshot(outside);
+    server = await startServer({ args: ["--fs-root", root] });
+  });
+  after(() => server.stop());
+
+  it("never reads, lists, writes, moves or deletes outside the root", async () => {
+    const url = (endpoint: string, query: Record<string, string>) =>
+      `${server.baseUrl}/v2/fs/${endpoint}?${new URLSearchParams(query).toString()}`;
+    const send = async (operation: string, request: Promise<Response>): Promise<Outcome> => {
+      const response = await request;
+      return { operation, status: response.status, body: await response.text() };
+    };
+    const post = (endpoint: string, body: unknown) =>
+      fetch(url(endpoint, {}), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const round = (i: number): Promise<Outcome>[] => [
+      send("read", fetch(url("file", { path: "d/file.txt" }))),
+      send("stat", fetch(url("stat", { path: "d/only-outside.txt" }))),
+      send("list", fetch(url("list", { path: "d" }))),
+      send("upload", fetch(url("file", { path: `d/upload-${i}.txt` }), { method: "PUT", body: "x" })),
+      send("write", post("write", { path: `d/write-${i}.txt`, content: "x" })),
+      send("mkdir", post("mkdir", { path: `d/dir-${i}/sub`, recursive: true })),
+      send("move", post("move", { from: `d/move-${i}.txt`, to: `d/moved-${i}.txt` })),
+      send("move-out", post("move", { from: "d/steal.txt", to: `stolen-${i}.txt` })),
+      send("delete", fetch(url("file", { path: `d/victim-${i}.txt` }), { method: "DELETE" })),
+      send("delete-tree", fetch(url("file", { path: "d/tree", recursive: "true" }), { method: "DELETE" })),
+    ];
+
+    const flipper = spawn(process.execPath, [FLIPPER, path.join(root, "d"), outside, String(FLIP_MS)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let flips = "";
+    flipper.stdout.setEncoding("utf8").on("data", (d: string) => (flips += d));
+    const exited = new Promise<void>((resolve) => flipper.once("exit", () => resolve()));
+    let running = true;
+    void exited.then(() => (running = false));
+    const outcomes: Outcome[] = [];
+    const started = Date.now();
+    try {
+      for (let i = 0; i < MAX_ROUNDS && running; i++) outcomes.push(...(await Promise.all(round(i))));
+    } finally {
+      if (running) await stopChild(flipper);
+    }
+    await exited;
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+
+    const leaks = outcomes.filter(
+      (o) =>
+        o.status >= 500 ||
+        o.body.includes(SECRET) ||
+        (o.operation === "stat" && o.status === 200) ||
+        (o.operation === "list" && o.body.includes("only-outside")) ||
+        (o.operation === "move-out" && o.status === 200),
+    );
+    const after_ = snapshot(outside);
+    const changed = [...new Set([...before_.keys(), ...after_.keys()])].filter(
+      (name) => before_.get(name) !== after_.get(name),
+    );
+    const byStatus = new Map<string, number>();
+    for (const o of outcomes)
+      byStatus.set(`${o.operation} ${o.status}`, (byStatus.get(`${o.operation} ${o.status}`) ?? 0) + 1);
+    const summary = `${outcomes.length} requests in ${seconds} s against ${flips.trim()} swaps: ${JSON.stringify(Object.fromEntries(byStatus))}`;
+    process.stdout.write(`# ${summary}\n`);
+    assert.ok(outcomes.length >= 100, `too few requests to mean anything: ${summary}`);
+    assert.ok(Number(flips) >= 1000, `the hostile process barely ran: ${summary}`);
+    assert.deepEqual(leaks.slice(0, 5), [], `requests reached outside the root: ${summary}`);
+    assert.deepEqual(changed, [], `changed outside the root: ${summary}`);
+    assert.equal(readFileSync(path.join(root, "d", "file.txt"), "utf8"), "inside");
+  });
+});
