@@ -92,6 +92,25 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     assert.notEqual(seen.get("cancelled"), "stop");
   });
 
+  it("reports the agent's turn usage and the turn's last usage_update in RUN_FINISHED", async () => {
+    const chunks = await run(bed, bed.harness()("m"), "usage 100; turn-usage 10 20 5; echo hi; usage 250");
+    const finished = ofType(chunks, "RUN_FINISHED").at(-1);
+    assert.deepEqual(finished?.usage, {
+      promptTokens: 10,
+      completionTokens: 20,
+      totalTokens: 35,
+      completionTokensDetails: { reasoningTokens: 5 },
+    });
+    assert.deepEqual(finished?.result, {
+      stopReason: "end_turn",
+      usage: { inputTokens: 10, outputTokens: 20, thoughtTokens: 5, totalTokens: 35 },
+      usageUpdate: { used: 250, size: 200_000, cost: { amount: 0.00025, currency: "USD" } },
+    });
+    const silent = ofType(await run(bed, bed.harness()("m"), "echo no usage"), "RUN_FINISHED").at(-1);
+    assert.equal(silent?.usage, undefined);
+    assert.deepEqual(silent?.result, { stopReason: "end_turn" });
+  });
+
   it("returns structured output typed from await chat(), without the JSON as a text part", async () => {
     const Report = z.object({ name: z.string(), oneLiner: z.string() });
     const result = await chat({

@@ -84,6 +84,26 @@ describe("script commands", { timeout: 20_000 }, () => {
       assert.equal(listed.sessions.find((x) => x.sessionId === s.sessionId)?.title, "My Title");
     }));
 
+  it("usage USED sets the usage_update; turn-usage the turn's PromptResponse.usage", () =>
+    withSession({}, async (s) => {
+      const plain = await s.a.agent.request("session/prompt", {
+        sessionId: s.sessionId,
+        prompt: [{ type: "text", text: "usage 1234" }],
+      });
+      assert.deepEqual(plain, { stopReason: "end_turn" }, "no usage unless the script sets it");
+      const update = s.a.updates.at(-1)?.update;
+      assert.ok(update?.sessionUpdate === "usage_update");
+      assert.deepEqual([update.used, update.size], [1234, 200_000]);
+      const counted = await s.a.agent.request("session/prompt", {
+        sessionId: s.sessionId,
+        prompt: [{ type: "text", text: "turn-usage 10 20 5; stop max_tokens" }],
+      });
+      assert.deepEqual(counted, {
+        stopReason: "max_tokens",
+        usage: { inputTokens: 10, outputTokens: 20, thoughtTokens: 5, totalTokens: 35 },
+      });
+    }));
+
   it("unknown-update is raw on stdout and ignored by the client", () =>
     withSession({}, async (s) => {
       assert.equal(await s.prompt("unknown-update\necho after"), "end_turn");
