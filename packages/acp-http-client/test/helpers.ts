@@ -36,7 +36,7 @@ export async function startOurServer(): Promise<TestServer> {
   return { baseUrl: server.baseUrl, port: server.port, stop: () => server.stop() };
 }
 
-/** The SDK's experimental `AcpServer` fronting the mock agent as a subprocess (reference §f.3). */
+/** The SDK's experimental `AcpServer` fronting the mock agent as a subprocess. */
 export async function startSdkServer(): Promise<TestServer> {
   const children = new Set<ReturnType<typeof spawn>>();
   const connector: AgentConnector = {
@@ -92,6 +92,8 @@ export interface CuttableProxy {
 export interface RecordedRequest {
   method: string;
   headers: Record<string, string>;
+  /** When the request head reached the proxy (`Date.now()`). */
+  at: number;
 }
 
 /** The method and headers of a request head at the start of `chunk`, if one starts there. */
@@ -104,7 +106,7 @@ function requestHead(chunk: Buffer): RecordedRequest | undefined {
     const colon = line.indexOf(":");
     if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
   }
-  return { method, headers };
+  return { method, headers, at: Date.now() };
 }
 
 interface Pair {

@@ -63,6 +63,37 @@ describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 6
     );
   });
 
+  it("waits the server's retry: hint before reconnecting, in place of its own initial delay", async () => {
+    const hinting = await startServer({ config: { limits: { retryMs: 1_500 } } });
+    const hintedProxy = await startProxy(hinting.port);
+    // Without the hint the client would wait a minute; with it, 1.5 s.
+    const acp = new AcpHttpClient({
+      baseUrl: hintedProxy.baseUrl,
+      reconnect: { initialDelayMs: 60_000 },
+      sessionStreams: false,
+      requestTimeoutMs: 30_000,
+    });
+    try {
+      await acp.initialize(initParams());
+      // Its response arrives on the event stream, after the priming event that carries retry:.
+      const { sessionId } = await acp.newSession({ cwd: "/tmp", mcpServers: [] });
+      const cutAt = Date.now();
+      assert.equal(hintedProxy.cutStreams(), 1);
+      const reconnect = await waitFor(
+        () => hintedProxy.requests().find((r) => r.method === "GET" && r.at > cutAt),
+        20_000,
+        "the reconnecting GET",
+      );
+      const waited = reconnect.at - cutAt;
+      assert.ok(waited >= 1_400, `reconnected after ${waited} ms, before the server's retry: 1500`);
+      assert.equal((await acp.prompt({ sessionId, prompt: text("echo after") })).stopReason, "end_turn");
+    } finally {
+      await acp.close();
+      await hintedProxy.stop();
+      await hinting.stop();
+    }
+  });
+
   it("recovers from a silent (half-open) SSE socket via the idle timeout and Last-Event-ID takeover", async () => {
     // Keep-alives every 100 ms make a 600 ms silence unambiguous.
     const chatty = await startServer({ config: { limits: { keepAliveMs: 100 } } });

@@ -36,6 +36,53 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     assert.equal(last?.type, "RUN_FINISHED");
   });
 
+  it("puts each tool call's status, kind, title, content, locations and raw output in TOOL_CALL_RESULT", async () => {
+    const chunks = await run(
+      bed,
+      bed.harness()("m"),
+      "tool read notes.txt; fail-tool broken; write out.txt hello",
+    );
+    const results = new Map(
+      ofType(chunks, "TOOL_CALL_RESULT").map((c) => [c.toolCallId, JSON.parse(String(c.content)) as unknown]),
+    );
+    const [read, failed, write] = ofType(chunks, "TOOL_CALL_START").map((c) => results.get(c.toolCallId));
+    assert.deepEqual(read, {
+      status: "completed",
+      kind: "read",
+      title: "notes.txt",
+      content: [{ type: "content", content: { type: "text", text: "done: notes.txt" } }],
+      locations: [],
+      rawOutput: { ok: true, title: "notes.txt" },
+    });
+    assert.deepEqual(failed, {
+      status: "failed",
+      kind: "other",
+      title: "broken",
+      content: [{ type: "content", content: { type: "text", text: "failed: broken" } }],
+      locations: [],
+      rawOutput: { ok: false, error: "mock failure" },
+    });
+    const file = join((await bed.sandbox.start()).workdir, "out.txt");
+    assert.deepEqual(write, {
+      status: "completed",
+      kind: "edit",
+      title: "write out.txt",
+      // The diff of the tool_call survives the later update that carries no content.
+      content: [{ type: "diff", path: file, oldText: null, newText: "hello" }],
+      locations: [{ path: file }],
+      rawOutput: { path: file, bytes: 5 },
+    });
+  });
+
+  it("emits each plan update as a full replacement of the previous plan", async () => {
+    const mock = bed.harness({ planEventName: "mock.plan" });
+    const chunks = await run(bed, mock("m"), "plan look | answer; echo working; plan answer");
+    const plans = (
+      customs(chunks, "mock.plan") as Array<{ entries: Array<{ content: string; status: string }> }>
+    ).map((plan) => plan.entries.map((e) => `${e.content}:${e.status}`));
+    assert.deepEqual(plans, [["look:in_progress", "answer:pending"], ["answer:in_progress"]]);
+  });
+
   it("passes @ag-ui/client verifyEvents (no TOOL_CALL_ARGS after TOOL_CALL_END)", async () => {
     const mock = bed.harness();
     const chunks = await run(bed, mock("m"), "messages; tool edit a; fail-tool b; think x; echo done");
