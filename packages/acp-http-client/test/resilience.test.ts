@@ -14,7 +14,7 @@ import {
 
 const UPDATES = 1000;
 
-describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 60_000 }, () => {
+describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 300_000 }, () => {
   let server: TestServer;
   let proxy: CuttableProxy;
   let client: AcpHttpClient;

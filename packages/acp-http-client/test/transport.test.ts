@@ -49,7 +49,7 @@ async function sdkTurn(stream: Stream, script: string): Promise<{ chunks: string
 
 const EXPECTED_CHUNKS = ["chunk 1 ", "chunk 2 ", "chunk 3 ", "permission: selected reject_once"];
 
-describe("interop matrix", { timeout: 60_000 }, () => {
+describe("interop matrix", { timeout: 300_000 }, () => {
   let ours: TestServer;
   let sdk: TestServer;
   before(async () => void ([ours, sdk] = await Promise.all([startOurServer(), startSdkServer()])));
@@ -71,7 +71,7 @@ describe("interop matrix", { timeout: 60_000 }, () => {
   });
 });
 
-describe("transport edge cases (our server)", { timeout: 60_000 }, () => {
+describe("transport edge cases (our server)", { timeout: 300_000 }, () => {
   let server: TestServer;
   before(async () => void (server = await startOurServer()));
   after(async () => void (await server.stop()));

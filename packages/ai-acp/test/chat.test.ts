@@ -9,7 +9,7 @@ import { from, lastValueFrom, toArray } from "rxjs";
 import { z } from "zod";
 import { customs, mockCommand, ofType, quote, run, testBed, texts, user, type TestBed } from "./helpers.js";
 
-describe("chat() end to end with the mock agent in a local-process sandbox", { timeout: 60_000 }, () => {
+describe("chat() end to end with the mock agent in a local-process sandbox", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-chat");

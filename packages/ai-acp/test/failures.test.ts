@@ -24,7 +24,7 @@ function terminal(chunks: StreamChunk[]): Record<string, unknown> | undefined {
     .at(-1) as unknown as Record<string, unknown>;
 }
 
-describe("failures are reported, bounded and never silent", { timeout: 60_000 }, () => {
+describe("failures are reported, bounded and never silent", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-failures");

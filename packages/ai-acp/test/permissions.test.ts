@@ -7,7 +7,7 @@ import { chat, StreamProcessor, type StreamChunk, type UIMessage } from "@tansta
 import type { PermissionRequestInfo } from "../src/index.js";
 import { mockCommand, run, testBed, texts, type TestBed } from "./helpers.js";
 
-describe("permissions", { timeout: 60_000 }, () => {
+describe("permissions", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-permissions");

@@ -32,7 +32,7 @@ const history = [
   { role: "user" as const, content: "echo second question" },
 ];
 
-describe("what the agent is sent: prompt, history and working directory", { timeout: 60_000 }, () => {
+describe("what the agent is sent: prompt, history and working directory", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-prompt");

@@ -11,7 +11,7 @@ import { chat, type StreamChunk } from "@tanstack/ai";
 import { acpCompatible } from "../src/index.js";
 import { customs, texts, user } from "./helpers.js";
 
-describe("chat() through the sandbox-agent provider (real server, real HTTP)", { timeout: 60_000 }, () => {
+describe("chat() through the sandbox-agent provider (real server, real HTTP)", { timeout: 300_000 }, () => {
   let server: RunningServer;
   let sandbox: SandboxDefinition;
   const mock = acpCompatible({ name: "mock" });

@@ -19,7 +19,7 @@ async function skillRepository(): Promise<string> {
   return dir;
 }
 
-describe("workspace skills and secrets reach the agent", { timeout: 60_000 }, () => {
+describe("workspace skills and secrets reach the agent", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed(
@@ -58,7 +58,7 @@ describe("workspace skills and secrets reach the agent", { timeout: 60_000 }, ()
   });
 });
 
-describe("git skills are placed where the harness looks for them", { timeout: 60_000 }, () => {
+describe("git skills are placed where the harness looks for them", { timeout: 300_000 }, () => {
   let bed: TestBed;
   let repo: string;
   before(async () => {
