@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { cp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -35,14 +36,23 @@ const NPM_FLAGS = [
   "--loglevel=error",
   "--fetch-timeout=30000",
 ];
-const PUBLIC = [
-  "acp-http-client",
-  "sandbox-agent",
-  "@sandbox-agent/server",
-  "@sandbox-agent/mock-agent",
-  "@sandbox-agent/ai-sandbox",
-  "@sandbox-agent/ai-acp",
-];
+/** Every workspace package that is not private: what a user can install. */
+function publicPackages(): string[] {
+  const root = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {
+    workspaces: string[];
+  };
+  return root.workspaces
+    .map((dir) => JSON.parse(readFileSync(path.join(repoRoot, dir, "package.json"), "utf8")) as Manifest)
+    .filter((manifest) => !manifest.private)
+    .map((manifest) => manifest.name);
+}
+
+interface Manifest {
+  name: string;
+  private?: boolean;
+}
+
+const PUBLIC = publicPackages();
 
 function lastJsonLine<T>(stdout: string): T {
   return JSON.parse(stdout.trim().split("\n").at(-1) ?? "null") as T;
@@ -101,16 +111,19 @@ describe("the packed packages, installed into an empty project", { timeout: 8 * 
     }
   });
 
-  it("installs the server, the mock agent and @types/node beside them", async () => {
+  it("installs the other packages (the server and the mock agent among them) and @types/node beside them", async () => {
     const typesNode = createRequire(path.join(repoRoot, "package.json"))("@types/node/package.json") as {
       version: string;
     };
-    await npm("install server", [
-      "install",
-      tarball("@sandbox-agent/server"),
-      tarball("@sandbox-agent/mock-agent"),
-      `@types/node@${typesNode.version}`,
-    ]);
+    const installed = [
+      "@sandbox-agent/ai-acp",
+      "@sandbox-agent/ai-sandbox",
+      "sandbox-agent",
+      "acp-http-client",
+    ];
+    const others = PUBLIC.filter((name) => !installed.includes(name));
+    assert.ok(others.includes("@sandbox-agent/server") && others.includes("@sandbox-agent/mock-agent"));
+    await npm("install others", ["install", ...others.map(tarball), `@types/node@${typesNode.version}`]);
     for (const name of PUBLIC) {
       const manifest = JSON.parse(
         await readFile(path.join(app, "node_modules", name, "package.json"), "utf8"),
