@@ -33,7 +33,8 @@ export type ScriptCommand =
   | { name: "json"; text: string }
   | { name: "mcp"; tool: string; args: Record<string, unknown> }
   | { name: "mcp-list" }
-  | { name: "usage" }
+  | { name: "usage"; used: number | undefined }
+  | { name: "turn-usage"; input: number; output: number; thought: number | undefined }
   | { name: "title"; title: string }
   | { name: "commands" }
   | { name: "blocks" };
@@ -171,7 +172,13 @@ const PARSERS: Record<CommandName, Parser> = {
     };
   },
   "mcp-list": () => ({ name: "mcp-list" }),
-  usage: () => ({ name: "usage" }),
+  usage: (_, w) => ({ name: "usage", used: w[0] === undefined ? undefined : int(w, 0, "usage USED") }),
+  "turn-usage": (_, w) => ({
+    name: "turn-usage",
+    input: int(w, 0, "turn-usage INPUT"),
+    output: int(w, 1, "turn-usage OUTPUT"),
+    thought: w[2] === undefined ? undefined : int(w, 2, "turn-usage THOUGHT"),
+  }),
   title: (rest) => ({ name: "title", title: required(rest, "title words") }),
   commands: () => ({ name: "commands" }),
   blocks: () => ({ name: "blocks" }),
