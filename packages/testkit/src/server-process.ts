@@ -12,6 +12,8 @@ export interface StartServerOptions {
   token?: string;
   env?: Record<string, string | undefined>;
   timeoutMs?: number;
+  /** Runs the server under `ulimit -n` of this many descriptors (soft and hard limit). */
+  nofile?: number;
 }
 
 export interface RunningServer {
@@ -37,7 +39,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     writeFileSync(file, JSON.stringify(options.config));
     args.push("--config", file);
   }
-  const child = spawn(process.execPath, args, {
+  // `exec` keeps the pid: the shell becomes the server.
+  const [command, argv] =
+    options.nofile === undefined
+      ? [process.execPath, args]
+      : ["/bin/sh", ["-c", `ulimit -n ${options.nofile} && exec "$0" "$@"`, process.execPath, ...args]];
+  const child = spawn(command, argv, {
     env: { ...process.env, SANDBOX_AGENT_DATA_DIR: dataDir, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
