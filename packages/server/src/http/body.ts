@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { problems } from "./problem.js";
+import { ProblemError, problems } from "./problem.js";
 
 /** Reads the whole request body, failing with 413 as soon as it passes `limit` bytes. */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -21,6 +21,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on("data", onData);
     req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     req.once("error", reject);
+    // A request cut short (client gone, or a request timeout) may end with neither: the handler must not wait for ever.
+    req.once("close", () =>
+      reject(
+        new ProblemError(499, "client-closed", "Client Closed Request", "The request body was cut short."),
+      ),
+    );
   });
 }
 
