@@ -27,7 +27,7 @@ async function rejectsWith(promise: Promise<unknown>, code: number): Promise<voi
   await assert.rejects(promise, (e: unknown) => e instanceof RequestError && e.code === code);
 }
 
-describe("mock agent over stdio", { timeout: 20_000 }, () => {
+describe("mock agent over stdio", { timeout: 60_000 }, () => {
   it("answers initialize with its capabilities", async () => {
     const a = startAgent();
     try {

@@ -37,7 +37,7 @@ async function withSession(options: StartOptions, use: (s: Session) => Promise<v
   }
 }
 
-describe("script commands", { timeout: 20_000 }, () => {
+describe("script commands", { timeout: 60_000 }, () => {
   it("image, messages, bigline, json, env, meta, blocks", () =>
     withSession({ env: { MOCK_SET: "yes" } }, async (s) => {
       await s.prompt(

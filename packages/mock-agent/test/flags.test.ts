@@ -10,7 +10,7 @@ after(killAll);
 
 const INIT: InitializeRequest = { protocolVersion: 1, clientCapabilities: {} };
 
-describe("startup options and process lifecycle", { timeout: 20_000 }, () => {
+describe("startup options and process lifecycle", { timeout: 60_000 }, () => {
   it("--exit-on-start exits at once with the code", async () => {
     assert.deepEqual(await startAgent({ flags: ["--exit-on-start", "3"] }).exited, { code: 3, signal: null });
     assert.deepEqual(await startAgent({ env: { MOCK_AGENT_FLAGS: "--exit-on-start" } }).exited, {
