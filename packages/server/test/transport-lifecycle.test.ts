@@ -188,3 +188,30 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
     sse.close();
   });
 });
+
+describe("idle expiry counts from initialize", () => {
+  it("an agent slower to start than idleMs is not expired the moment its initialize is answered", async () => {
+    const server = await startServer({
+      config: {
+        // Starts 5 s late; its initialize waits in the pipe meanwhile.
+        agents: {
+          slowstart: {
+            command: "sh",
+            args: ["-c", 'sleep 5; exec "$0" "$@"', process.execPath, mockAgentBin],
+          },
+        },
+        limits: { idleMs: 4000, initializeTimeoutMs: 30_000 },
+      },
+    });
+    try {
+      const conn = await RawConnection.open(server, "slowstart");
+      // Past the expiry sweep's period (idleMs / 4), well short of idleMs since the answer.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const sse = await conn.openSse();
+      assert.ok(await conn.newSession(sse));
+      sse.close();
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -226,6 +226,7 @@ export class Connection implements ConnectionApi {
         for (const ext of this.options.extensions) ext.initializeResult?.(message.result, this);
       }
       this.state = "open";
+      this.lastActivity = Date.now(); // idle time counts from here, not from the spawn
       return message;
     } catch (error) {
       void this.close("initialize_failed");
