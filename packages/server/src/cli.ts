@@ -32,6 +32,9 @@ Server options:
   --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent)
   --log-level LEVEL       debug | info | warn | error (default info)
 
+SIGINT/SIGTERM stop every agent (SIGTERM, then SIGKILL after limits.killGraceMs) and exit; a second
+signal SIGKILLs them at once.
+
 Exit codes: 0 clean shutdown, 1 runtime error, 2 usage or configuration error.
 `;
 
