@@ -18,6 +18,7 @@ export type ScriptCommand =
   | { name: "slow"; count: number; ms: number }
   | { name: "crash"; code: number }
   | { name: "hang" }
+  | { name: "close-stdout" }
   | { name: "garbage"; text: string }
   | { name: "stderr"; bytes: number }
   | { name: "bigline"; bytes: number }
@@ -128,6 +129,7 @@ const PARSERS: Record<CommandName, Parser> = {
   slow: (_, w) => ({ name: "slow", count: int(w, 0, "slow N"), ms: int(w, 1, "slow MS") }),
   crash: (_, w) => ({ name: "crash", code: int(w, 0, "crash code", 1) }),
   hang: () => ({ name: "hang" }),
+  "close-stdout": () => ({ name: "close-stdout" }),
   garbage: (rest) => ({ name: "garbage", text: rest || "this is not json" }),
   stderr: (_, w) => ({ name: "stderr", bytes: int(w, 0, "stderr BYTES") }),
   bigline: (_, w) => ({ name: "bigline", bytes: int(w, 0, "bigline BYTES") }),

@@ -197,6 +197,24 @@ describe("mock agent over stdio", { timeout: 300_000 }, () => {
     assert.match(a.stdout(), /last words/);
   });
 
+  it("close-stdout ends its output while the process lives on", async () => {
+    const a = startAgent();
+    await a.initialize();
+    const { sessionId } = await a.agent.request("session/new", { cwd: os.tmpdir(), mcpServers: [] });
+    const ended = new Promise((resolve) => a.child.stdout!.once("end", resolve));
+    void a.agent
+      .request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "echo last words\nclose-stdout" }],
+      })
+      .catch(() => undefined);
+    await ended;
+    assert.match(a.stdout(), /last words/);
+    assert.equal(a.child.exitCode, null, "still running after closing stdout");
+    a.child.kill("SIGTERM");
+    assert.deepEqual(await a.exited, { code: 0, signal: null });
+  });
+
   it("writes a raw garbage line between JSON lines", () =>
     withSession({}, async (a, sessionId) => {
       await a.agent.request("session/prompt", {

@@ -77,6 +77,20 @@ describe("startup options and process lifecycle", { timeout: 300_000 }, () => {
     }
   });
 
+  it("--ignore-stdin-eof lives on after stdin closes; --cr-in-json writes a bare CR in every JSON line", async () => {
+    const a = startAgent({ flags: ["--ignore-stdin-eof", "--cr-in-json"] });
+    await a.initialize(); // the SDK's reader takes the CR as the JSON whitespace it is
+    assert.ok(a.stdout().startsWith('{\r"jsonrpc"'), JSON.stringify(a.stdout().slice(0, 20)));
+    a.child.stdin?.end();
+    const outcome = await Promise.race([
+      a.exited.then(() => "exited"),
+      new Promise((r) => setTimeout(() => r("alive"), 300)),
+    ]);
+    assert.equal(outcome, "alive");
+    a.child.kill("SIGTERM");
+    assert.deepEqual(await a.exited, { code: 0, signal: null });
+  });
+
   it("exits 0 on stdin EOF and on SIGTERM; --ignore-sigterm needs SIGKILL", async () => {
     const eof = startAgent();
     await eof.initialize();

@@ -27,6 +27,7 @@ const RUNNERS: Runners = {
   slow: (t, c) => content.slow(t, c.count, c.ms),
   crash: (t, c) => control.crash(t, c.code),
   hang: (t) => control.hang(t),
+  "close-stdout": (t) => control.closeOutput(t),
   garbage: (t, c) => control.garbage(t, c.text),
   stderr: (t, c) => control.stderr(t, c.bytes),
   bigline: (t, c) => content.bigline(t, c.bytes),

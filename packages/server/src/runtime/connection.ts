@@ -8,6 +8,7 @@ import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import { errorResponse, idKey, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "./json-rpc.js";
 import type { RuntimeLimits } from "./options.js";
+import type { OrphanGuard } from "./orphan-guard.js";
 import { SseStream } from "./sse-stream.js";
 
 export type ConnectionState = "initializing" | "open" | "ended" | "closed";
@@ -23,6 +24,33 @@ export class InitializeError extends Error {
   }
 }
 
+/**
+ * Why the server itself ends a connection, and what pending requests are told. The connection
+ * then answers 410 with the reason, as after an agent exit.
+ */
+const SERVER_ENDS = {
+  message_too_large:
+    "The agent wrote a message over the server's maxMessageBytes; the server closed the connection.",
+  output_stalled:
+    "The client read none of the connection's output for stallMs; the server closed the connection.",
+  idle: "The connection had no reader and no requests for idleMs; the server closed it.",
+  agent_stdout_closed: "The agent closed its output without exiting; the server stopped it.",
+  internal_error: "The server failed while handling this connection and closed it (see the server log).",
+  shutdown: "The server is shutting down.",
+} as const;
+
+export type ServerEndReason = keyof typeof SERVER_ENDS;
+
+/** How a connection ended (agent exit or a server decision), as told to the client. */
+export interface ConnectionEnd {
+  /** `agent_exited` or a `ServerEndReason`. */
+  reason: string;
+  /** The error message of every request that was pending. */
+  message: string;
+  /** The error's `data` and the fields of `_sandboxagent/session/ended` (with `reason`). */
+  data: Record<string, unknown>;
+}
+
 const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
 const WRITE_BATCH_BYTES = 64 * 1024;
@@ -34,6 +62,8 @@ export interface ConnectionOptions {
   limits: RuntimeLimits;
   logger: Logger;
   extensions: ConnectionExtension[];
+  /** Kills the agent's process group if the server dies without stopping it. */
+  guard?: OrphanGuard;
   /** Called once the connection is closed for good, so the registry can forget it. */
   onClosed: (conn: Connection) => void;
 }
@@ -52,6 +82,8 @@ export class Connection implements ConnectionApi {
   state: ConnectionState = "initializing";
   lastActivity = Date.now();
   exit: AgentExit | undefined;
+  /** Set once the connection ended: the agent exited, or the server ended it. */
+  ending: ConnectionEnd | undefined;
   /** The `protocolVersion` the agent answered to initialize. */
   protocolVersion: number | undefined;
 
@@ -81,18 +113,66 @@ export class Connection implements ConnectionApi {
       env: options.env,
       cwd: options.cwd,
       maxLineBytes: options.limits.maxMessageBytes,
-      onLine: (line) => this.onAgentLine(line),
+      guard: options.guard,
+      onLine: (line) => {
+        // A callback of the agent's stdout: an exception must fail this connection, not the server.
+        try {
+          this.onAgentLine(line);
+        } catch (error) {
+          this.failed("agent output", error);
+        }
+      },
       onOversizeLine: (bytes) => {
         this.logger.error("agent wrote a line over the message limit; closing", {
           connection: shortId(this.id),
           bytes,
         });
-        void this.close("message_too_large");
+        this.safely("oversize line", () =>
+          this.abandon("message_too_large", { maxMessageBytes: options.limits.maxMessageBytes }),
+        );
+      },
+      onOutputClosed: () => {
+        this.logger.warn("agent closed stdout but did not exit; stopping it", {
+          connection: shortId(this.id),
+        });
+        this.safely("stdout closed", () =>
+          this.abandon("agent_stdout_closed", { stderrTail: this.agent.stderrTail(4096) }),
+        );
       },
       onStderr: (text) =>
         this.logger.debug("agent stderr", { connection: shortId(this.id), text: text.slice(0, 500) }),
     });
-    void this.agent.exited.then((exit) => this.onAgentExit(exit));
+    void this.agent.exited
+      .then((exit) => this.onAgentExit(exit))
+      .catch((error: unknown) => this.failed("agent exit", error));
+  }
+
+  /** Runs a rare callback (a timer, an agent stream event) so that an exception fails only this connection. */
+  private safely(during: string, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.failed(during, error);
+    }
+  }
+
+  /**
+   * An unexpected exception in a callback of the agent's streams or of a timer, which would
+   * otherwise leave the event loop and end the server: it is logged, and fails this connection
+   * only (pending requests get an `internal_error`).
+   */
+  private failed(during: string, error: unknown): void {
+    this.logger.error("unexpected error; closing the connection", {
+      connection: shortId(this.id),
+      during,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    });
+    try {
+      this.abandon("internal_error");
+    } catch (again) {
+      this.logger.error("could not end the connection cleanly", { error: String(again) });
+      void this.close("internal_error");
+    }
   }
 
   private get logger(): Logger {
@@ -150,6 +230,7 @@ export class Connection implements ConnectionApi {
         for (const ext of this.options.extensions) ext.initializeResult?.(message.result, this);
       }
       this.state = "open";
+      this.lastActivity = Date.now(); // idle time counts from here, not from the spawn
       return message;
     } catch (error) {
       void this.close("initialize_failed");
@@ -189,7 +270,24 @@ export class Connection implements ConnectionApi {
   }
 
   emit(message: JsonRpcMessage): void {
-    this.append(JSON.stringify(message));
+    let line: string;
+    try {
+      line = JSON.stringify(message);
+    } catch (error) {
+      // E.g. an agent's error nested too deep to copy into an answer: the request fails, it does not hang.
+      this.logger.error("could not serialize a message for the client", {
+        connection: shortId(this.id),
+        error: String(error),
+      });
+      const id = message.id;
+      if (typeof id !== "string" && typeof id !== "number") return;
+      line = JSON.stringify(
+        errorResponse(id, -32603, "Internal error: the answer could not be serialized.", {
+          reason: "unserializable",
+        }),
+      );
+    }
+    this.append(line);
   }
 
   forward(message: JsonRpcMessage): Promise<void> {
@@ -259,10 +357,34 @@ export class Connection implements ConnectionApi {
     return this.closing;
   }
 
-  /** Closes the connection if it is not yet, and stops the agent now rather than gently. */
+  /**
+   * The server gives up on the connection: pending requests fail with the reason (delivered
+   * before the stream ends), the id answers 410 with it for `endedRetentionMs`, and the agent is
+   * stopped gently with its output discarded.
+   */
+  abandon(reason: ServerEndReason, data: Record<string, unknown> = {}): void {
+    if (this.state === "initializing") {
+      void this.close(reason); // the initialize fails: the agent is stopped
+      return;
+    }
+    this.end({ reason, message: SERVER_ENDS[reason], data });
+    this.agent.discardOutput();
+    void this.agent.terminate(this.options.limits.killGraceMs);
+  }
+
+  /** Server shutdown: pending requests fail, the connection closes, and the agent is stopped now rather than gently. */
   async shutdown(): Promise<void> {
-    void this.close("shutdown");
+    try {
+      this.end({ reason: "shutdown", message: SERVER_ENDS.shutdown, data: {} });
+    } finally {
+      void this.close("shutdown");
+    }
     await this.agent.kill(this.options.limits.killGraceMs);
+  }
+
+  /** A hurried shutdown: SIGKILL to the agent's group now. */
+  hurry(): void {
+    this.agent.hurry();
   }
 
   /** Resolves when the agent process is gone, whether it exited or was stopped. */
@@ -273,13 +395,22 @@ export class Connection implements ConnectionApi {
   private async closeOnce(reason: string): Promise<void> {
     const previous = this.state;
     this.state = "closed";
-    if (previous === "open") for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
-    this.logger.info("connection closed", { connection: shortId(this.id), reason });
-    clearTimeout(this.stallTimer);
-    clearTimeout(this.endedTimer);
-    this.stream?.end();
-    for (const s of this.sessionStreams) s.end();
-    this.options.onClosed(this);
+    try {
+      this.logger.info("connection closed", { connection: shortId(this.id), reason });
+      clearTimeout(this.stallTimer);
+      clearTimeout(this.endedTimer);
+      this.options.onClosed(this);
+      this.stream?.end();
+      for (const s of this.sessionStreams) s.end();
+      if (previous === "open")
+        for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
+    } catch (error) {
+      // Nothing awaits a close: a failure here must neither escape as an unhandled rejection nor keep the agent running.
+      this.logger.error("error while closing a connection", {
+        connection: shortId(this.id),
+        error: String(error),
+      });
+    }
     await this.agent.terminate(this.options.limits.killGraceMs);
   }
 
@@ -313,7 +444,7 @@ export class Connection implements ConnectionApi {
       if (idKey(message.id) === this.initWaiter.key) return this.initWaiter.resolve(message);
     }
     const routed = this.routeAgentMessage(message);
-    if (routed !== null) this.append(routed ?? line);
+    if (routed !== null) this.append(routed ?? withoutRawCarriageReturns(line));
   }
 
   /** Bookkeeping for one agent message; returns a re-serialized line when an extension changed it, null to drop it. */
@@ -334,7 +465,7 @@ export class Connection implements ConnectionApi {
       let changed = false;
       for (const ext of this.options.extensions)
         changed = ext.agentResponse?.(message, request, this) || changed;
-      return changed ? JSON.stringify(message) : undefined;
+      return changed ? this.reserialize(message) : undefined;
     }
     let dropped = false;
     for (const ext of this.options.extensions)
@@ -342,6 +473,20 @@ export class Connection implements ConnectionApi {
     if (dropped) return null;
     if (kind === "request") this.pendingAgent.add(idKey(message.id as JsonRpcId));
     return undefined;
+  }
+
+  /** An agent message an extension changed; as the agent wrote it if it is too deep to serialize again. */
+  private reserialize(message: JsonRpcMessage): string | undefined {
+    try {
+      return JSON.stringify(message);
+    } catch (error) {
+      this.logger.warn("forwarding an agent message unchanged: it cannot be serialized again", {
+        connection: shortId(this.id),
+        method: message.method,
+        error: String(error),
+      });
+      return undefined;
+    }
   }
 
   private trackSession(request: JsonRpcMessage, response: JsonRpcMessage): void {
@@ -402,7 +547,7 @@ export class Connection implements ConnectionApi {
       clearTimeout(this.stallTimer);
       this.stallTimer = setTimeout(() => {
         this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
-        void this.close("output_stalled");
+        this.safely("stall", () => this.abandon("output_stalled", { stallMs }));
       }, stallMs);
       this.stallTimer.unref();
     } else if (this.stallTimer) {
@@ -413,25 +558,41 @@ export class Connection implements ConnectionApi {
 
   private onAgentExit(exit: AgentExit): void {
     this.exit = exit;
-    for (const [key, resolve] of this.pendingServer)
-      resolve(errorResponse(key.slice(2), -32603, "The agent process exited before answering."));
+    this.failServerRequests("The agent process exited before answering.");
+    if (this.state === "open")
+      this.logger.info("agent exited", {
+        connection: shortId(this.id),
+        code: exit.code,
+        signal: exit.signal,
+      });
+    this.end({
+      reason: "agent_exited",
+      message: "The agent process exited before answering.",
+      data: { exitCode: exit.code, signal: exit.signal, stderrTail: exit.stderrTail },
+    });
+  }
+
+  private failServerRequests(message: string): void {
+    for (const [key, resolve] of this.pendingServer) resolve(errorResponse(key.slice(2), -32603, message));
     this.pendingServer.clear();
+  }
+
+  /**
+   * The agent is gone for good, or the server ended the connection: every pending client request
+   * gets a JSON-RPC error saying why, each session a `_sandboxagent/session/ended`, then the stream
+   * ends once drained and the id answers 410 for `endedRetentionMs`.
+   */
+  private end(ending: ConnectionEnd): void {
     if (this.state !== "open") return;
     this.state = "ended";
-    this.logger.info("agent exited", { connection: shortId(this.id), code: exit.code, signal: exit.signal });
-    const data = {
-      reason: "agent_exited",
-      exitCode: exit.code,
-      signal: exit.signal,
-      stderrTail: exit.stderrTail,
-    };
+    const data = { reason: ending.reason, ...ending.data };
+    this.ending = { ...ending, data };
+    this.failServerRequests(ending.message);
     for (const request of this.pendingClient.values()) {
-      this.emit(
-        errorResponse(request.id as JsonRpcId, -32603, "The agent process exited before answering.", data),
-      );
+      this.emit(errorResponse(request.id as JsonRpcId, -32603, ending.message, data));
     }
     this.pendingClient.clear();
-    for (const ext of this.options.extensions) ext.sessionsEnded?.(this, exit);
+    for (const ext of this.options.extensions) ext.sessionsEnded?.(this, this.exit);
     const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
     for (const sessionId of sessions) {
       this.emit({ jsonrpc: "2.0", method: "_sandboxagent/session/ended", params: { sessionId, ...data } });
@@ -440,4 +601,15 @@ export class Connection implements ConnectionApi {
     this.endedTimer = setTimeout(() => void this.close("ended"), this.options.limits.endedRetentionMs);
     this.endedTimer.unref();
   }
+}
+
+/**
+ * Event data must stay one SSE line: SSE readers end a line at CR, LF or CRLF, so a raw CR would
+ * cut the message in two and lose it. Agent lines are split at LF already, and a raw CR can only
+ * sit in valid JSON as whitespace between tokens (inside a string it must be escaped), so removing
+ * it changes the bytes, never the message. Fast-path lines (`content-chunk.ts`) and the server's
+ * own JSON.stringify output never contain one; U+2028/2029 are no line breaks to SSE.
+ */
+function withoutRawCarriageReturns(line: string): string {
+  return line.includes("\r") ? line.replaceAll("\r", "") : line;
 }

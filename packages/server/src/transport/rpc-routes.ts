@@ -2,9 +2,10 @@ import type { AgentDefinition } from "../agents/types.js";
 import { accepts, isJsonContentType, readBody } from "../http/body.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
+import { unavailable } from "../http/unavailable.js";
 import type { Logger } from "../log.js";
 import { InitializeError, type Connection } from "../runtime/connection.js";
-import type { ConnectionRegistry } from "../runtime/connections.js";
+import { ConnectionRefused, type ConnectionRegistry } from "../runtime/connections.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
 import { isObject, kindOf, sessionIdOf, type JsonRpcMessage } from "../runtime/json-rpc.js";
 import type { RuntimeLimits } from "../runtime/options.js";
@@ -68,9 +69,7 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
     );
   }
   const conn = lookup(deps, id);
-  if (conn.state === "ended") {
-    throw problems.gone("The agent process has exited; start a new connection.", { exit: conn.exit ?? null });
-  }
+  if (conn.state === "ended") throw endedProblem(conn);
   checkSessionHeader(sessionHeaderOf(req), message);
   checkProtocolVersion(protocolVersionHeaderOf(req), conn);
   if (kindOf(message) === "request" && conn.isPending(message.id!)) {
@@ -97,21 +96,53 @@ function checkProtocolVersion(header: string | undefined, conn: Connection): voi
   }
 }
 
+/** 410 for a connection that ended: why (agent exit, or the server's reason) and the exit details. */
+function endedProblem(conn: Connection, more = ""): ProblemError {
+  const ending = conn.ending;
+  const detail =
+    ending === undefined || ending.reason === "agent_exited"
+      ? "The agent process has exited; start a new connection."
+      : `${ending.message} Start a new connection.`;
+  return problems.gone(detail + more, { reason: ending?.reason ?? "agent_exited", exit: conn.exit ?? null });
+}
+
+function refusedProblem(error: ConnectionRefused): ProblemError {
+  return error.kind === "full"
+    ? unavailable(error.message, { limit: error.limit })
+    : unavailable(error.message, { reason: "shutting_down" });
+}
+
+/** Spawn errors that say the machine is out of something for now: descriptors, processes, memory. */
+const RESOURCE_ERRORS = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);
+
 async function initialize(
   res: HttpContext["res"],
   deps: RpcDeps,
   message: JsonRpcMessage,
   line: string,
 ): Promise<void> {
+  const create = (launch: Launch, extensions: ConnectionExtension[]): Connection => {
+    try {
+      return deps.connections.create({
+        agent: launch.agent,
+        env: launch.env,
+        cwd: launch.cwd,
+        limits: deps.limits,
+        logger: deps.logger,
+        extensions,
+      });
+    } catch (error) {
+      throw error instanceof ConnectionRefused ? refusedProblem(error) : error;
+    }
+  };
+  // Refuse before resolving the agent (which may install it for minutes); `create` checks again.
+  try {
+    deps.connections.checkCapacity();
+  } catch (error) {
+    throw error instanceof ConnectionRefused ? refusedProblem(error) : error;
+  }
   const [launch, extensions] = await Promise.all([deps.launch(message), deps.extensions()]);
-  const conn = deps.connections.create({
-    agent: launch.agent,
-    env: launch.env,
-    cwd: launch.cwd,
-    limits: deps.limits,
-    logger: deps.logger,
-    extensions,
-  });
+  const conn = create(launch, extensions);
   const abort = new AbortController();
   res.once("close", () => {
     if (!res.writableFinished) abort.abort();
@@ -121,12 +152,24 @@ async function initialize(
     deps.connections.register(conn);
     sendJson(res, 200, response, connectionIdHeaders(conn.id));
   } catch (error) {
-    throw error instanceof InitializeError ? initializeProblem(error, launch.agent.id) : error;
+    if (!(error instanceof InitializeError)) throw error;
+    if (deps.connections.closing)
+      throw unavailable("The server is shutting down; the agent was stopped.", { reason: "shutting_down" });
+    throw initializeProblem(error, launch.agent.id);
   }
 }
 
 function initializeProblem(error: InitializeError, agentId: string): ProblemError {
   const ext = { agent: agentId, ...error.details };
+  const code = error.details.spawnErrorCode;
+  if (error.kind === "spawn" && typeof code === "string" && RESOURCE_ERRORS.has(code)) {
+    return unavailable(
+      `The server could not start the agent: out of resources (${code}). Retry later, or close connections; ` +
+        "limits.maxConnections keeps the server below the point where this happens.",
+      ext,
+      5,
+    );
+  }
   switch (error.kind) {
     case "timeout":
       return new ProblemError(504, "agent-initialize-timeout", "Agent Timeout", error.message, ext);
@@ -160,11 +203,7 @@ function get({ req, res }: HttpContext, deps: RpcDeps): void {
       "Last-Event-ID is not in this connection's replay log (evicted or foreign); events after it can't be replayed.",
     );
   }
-  if (conn.drained(cursor)) {
-    throw problems.gone("The agent process has exited and every event was delivered.", {
-      exit: conn.exit ?? null,
-    });
-  }
+  if (conn.drained(cursor)) throw endedProblem(conn, " Every event was delivered.");
   if (cursor === undefined && conn.hasReader) {
     throw problems.conflict("Another reader is attached; reconnect with Last-Event-ID to take over.");
   }
