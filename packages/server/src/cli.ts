@@ -187,8 +187,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === "server") return serverCommand(rest);
   // The agent commands share the control plane's zod schemas: imported only when run.
   if (command === "install-agent")
-    return (await import("./agents/commands.js")).installAgentCommand(rest, fail);
-  if (command === "agents") return (await import("./agents/commands.js")).listAgentsCommand(rest, fail);
+    return (await import("./agent-commands.js")).installAgentCommand(rest, fail);
+  if (command === "agents") return (await import("./agent-commands.js")).listAgentsCommand(rest, fail);
   fail(`unknown command ${JSON.stringify(command)}`);
 }
 

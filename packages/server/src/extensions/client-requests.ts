@@ -19,7 +19,7 @@ import type { ProcessManager } from "../processes/manager.js";
 import type { ManagedProcess } from "../processes/managed-process.js";
 import { RpcError } from "./methods.js";
 import { issuesOf } from "./params.js";
-import { ERRORS } from "./protocol.js";
+import { ERRORS } from "../protocol.js";
 
 export interface ClientRequestDeps {
   processes: ProcessManager;
