@@ -47,6 +47,14 @@ export type AgentRequestHandler<Params, Response> = (
   context: AgentRequestContext,
 ) => MaybePromise<Response>;
 
+/** One handler type per ACP client method, so a handler's object literal keeps its literal types. */
+type TypedHandlers = {
+  [M in ClientRequestMethod]: AgentRequestHandler<
+    ClientRequestParamsByMethod[M],
+    ClientRequestResponsesByMethod[M]
+  >;
+};
+
 type Listener<T> = (value: T) => void;
 type AnyHandler = AgentRequestHandler<unknown, unknown>;
 
@@ -106,10 +114,7 @@ export class AcpHttpClient {
   }
 
   /** Registers the handler for an agent→client request (one per method). Unhandled methods get -32601. */
-  onRequest<M extends ClientRequestMethod>(
-    method: M,
-    handler: AgentRequestHandler<ClientRequestParamsByMethod[M], ClientRequestResponsesByMethod[M]>,
-  ): () => void;
+  onRequest<M extends ClientRequestMethod>(method: M, handler: TypedHandlers[M]): () => void;
   onRequest(method: string, handler: AgentRequestHandler<unknown, unknown>): () => void;
   onRequest(method: string, handler: AnyHandler): () => void {
     this.requestHandlers.set(method, handler);

@@ -50,9 +50,11 @@ export interface AcpHttpStream extends Stream {
 }
 
 const CONNECTION_HEADER = "Acp-Connection-Id";
+/** The same id under the name of the sandbox-agent HTTP contract; servers may know only one of the two. */
+const X_CONNECTION_HEADER = "x-acp-connection-id";
 const CANCEL_REQUEST_METHOD = "$/cancel_request";
 const SESSION_HEADER = "Acp-Session-Id";
-/** Statuses after which the connection id is unusable (H10.3). */
+/** Statuses after which the connection id is unusable: auth lost, or the connection is gone. */
 const FATAL_STATUSES = new Set([401, 403, 404, 410]);
 const MAX_REMEMBERED_EVENT_IDS = 16_384;
 
@@ -213,8 +215,7 @@ class HttpTransport {
       throw this.fail(asError(error, "initialize POST failed"));
     });
     if (!response.ok) throw this.fail(await httpErrorFrom("ACP initialize failed", response));
-    const connectionId =
-      response.headers.get(CONNECTION_HEADER) ?? response.headers.get("x-acp-connection-id");
+    const connectionId = response.headers.get(CONNECTION_HEADER) ?? response.headers.get(X_CONNECTION_HEADER);
     const body = parseMessage(await response.text());
     if (!body || !isResponse(body) || idKey(body.id) !== idKey(message.id)) {
       if (connectionId) void this.deleteConnection(connectionId);
@@ -256,9 +257,9 @@ class HttpTransport {
     const sessionId = this.sessionFor(message);
     if (sessionId !== undefined) await this.ensureSessionStream(sessionId);
     const key = isRequest(message) ? idKey(message.id) : undefined;
-    // Registered before the POST: the response may beat the 202 on SSE (H5.4).
+    // Registered before the POST: the response may beat the 202 on SSE.
     if (key !== undefined) this.pending.add(key);
-    const headers: Record<string, string> = { [CONNECTION_HEADER]: connectionId };
+    const headers = connectionHeaders(connectionId);
     if (sessionId !== undefined) headers[SESSION_HEADER] = sessionId;
     let response: Response;
     try {
@@ -359,7 +360,7 @@ class HttpTransport {
   ): Promise<SseOutcome> {
     const headers: Record<string, string> = {
       Accept: "text/event-stream",
-      [CONNECTION_HEADER]: this.connectionId!,
+      ...connectionHeaders(this.connectionId!),
     };
     if (sessionId !== undefined) headers[SESSION_HEADER] = sessionId;
     if (cursor.lastEventId !== undefined) headers["Last-Event-ID"] = cursor.lastEventId;
@@ -471,7 +472,7 @@ class HttpTransport {
   }
 
   private async deleteConnection(connectionId: string): Promise<void> {
-    const headers = { ...this.options.headers, [CONNECTION_HEADER]: connectionId };
+    const headers = { ...this.options.headers, ...connectionHeaders(connectionId) };
     const response = await this.options
       .fetch(this.options.url, { method: "DELETE", headers, signal: AbortSignal.timeout(5_000) })
       .catch(() => undefined);
@@ -516,6 +517,11 @@ class HttpTransport {
     this.abort.abort();
     this.pending.clear();
   }
+}
+
+/** Both names of the connection header, same value: ACP's and the sandbox-agent contract's. */
+function connectionHeaders(connectionId: string): Record<string, string> {
+  return { [CONNECTION_HEADER]: connectionId, [X_CONNECTION_HEADER]: connectionId };
 }
 
 function connectionError(error: AcpHttpError): AcpConnectionLostError {

@@ -19,7 +19,7 @@ const targets: Target[] = [
 ];
 
 for (const { label, start, sessionStreams } of targets) {
-  describe(`AcpHttpClient ↔ ${label}`, { timeout: 60_000 }, () => {
+  describe(`AcpHttpClient ↔ ${label}`, { timeout: 300_000 }, () => {
     let server: TestServer;
     const clients: AcpHttpClient[] = [];
     before(async () => void (server = await start()));

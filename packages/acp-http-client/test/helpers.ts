@@ -37,7 +37,7 @@ export async function startOurServer(): Promise<TestServer> {
   return { baseUrl: server.baseUrl, port: server.port, stop: () => server.stop() };
 }
 
-/** The SDK's experimental `AcpServer` fronting the mock agent as a subprocess (reference §f.3). */
+/** The SDK's experimental `AcpServer` fronting the mock agent as a subprocess. */
 export async function startSdkServer(): Promise<TestServer> {
   const children = new Set<ReturnType<typeof spawn>>();
   const connector: AgentConnector = {

@@ -14,7 +14,7 @@ import {
 
 const UPDATES = 1000;
 
-describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 60_000 }, () => {
+describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 300_000 }, () => {
   let server: TestServer;
   let proxy: CuttableProxy;
   let client: AcpHttpClient;
@@ -34,33 +34,56 @@ describe("SSE resilience (our server behind a cuttable TCP proxy)", { timeout: 6
   it(`delivers a ${UPDATES}-update turn exactly once and in order while the SSE socket is cut repeatedly`, async () => {
     const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
     const chunks: string[] = [];
+    // The event streams are cut the moment the 200th, 400th, 600th and 800th update arrives: always
+    // mid-turn, however fast or slow the machine is.
+    const cutAt = new Set([200, 400, 600, 800]);
+    let cuts = 0;
     client.onNotification("session/update", (n: SessionNotification) => {
       if (n.update.sessionUpdate === "agent_message_chunk" && n.update.content.type === "text")
         chunks.push(n.update.content.text);
+      if (cutAt.delete(chunks.length) && proxy.cutStreams() > 0) cuts += 1;
     });
     const getsBefore = proxy.gets();
-    let cuts = 0;
-    let turnDone = false;
-    const turn = client
-      .prompt({ sessionId, prompt: text(`slow ${UPDATES} 3`) })
-      .finally(() => (turnDone = true));
-    const cutter = (async () => {
-      while (!turnDone && cuts < 5) {
-        await new Promise((r) => setTimeout(r, 450));
-        // Only count cuts that land mid-turn, with some but not all updates received.
-        if (!turnDone && chunks.length > 0 && chunks.length < UPDATES && proxy.cutStreams() > 0) cuts += 1;
-      }
-    })();
-    const result = await turn;
-    await cutter;
+    const result = await client.prompt({ sessionId, prompt: text(`slow ${UPDATES} 3`) });
     assert.equal(result.stopReason, "end_turn");
-    assert.ok(cuts >= 3, `expected at least 3 mid-turn cuts, got ${cuts}`);
+    assert.equal(cuts, 4);
     assert.ok(proxy.gets() - getsBefore >= cuts, "every cut must be followed by a reconnect GET");
     assert.equal(chunks.length, UPDATES);
     assert.deepEqual(
       chunks,
       Array.from({ length: UPDATES }, (_, i) => `chunk ${i + 1} `),
     );
+  });
+
+  it("waits the server's retry: hint before reconnecting, in place of its own initial delay", async () => {
+    const hinting = await startServer({ config: { limits: { retryMs: 1_500 } } });
+    const hintedProxy = await startProxy(hinting.port);
+    // Without the hint the client would wait a minute; with it, 1.5 s.
+    const acp = new AcpHttpClient({
+      baseUrl: hintedProxy.baseUrl,
+      reconnect: { initialDelayMs: 60_000 },
+      sessionStreams: false,
+      requestTimeoutMs: 30_000,
+    });
+    try {
+      await acp.initialize(initParams());
+      // Its response arrives on the event stream, after the priming event that carries retry:.
+      const { sessionId } = await acp.newSession({ cwd: "/tmp", mcpServers: [] });
+      const cutAt = Date.now();
+      assert.equal(hintedProxy.cutStreams(), 1);
+      const reconnect = await waitFor(
+        () => hintedProxy.requests().find((r) => r.method === "GET" && r.at > cutAt),
+        20_000,
+        "the reconnecting GET",
+      );
+      const waited = reconnect.at - cutAt;
+      assert.ok(waited >= 1_400, `reconnected after ${waited} ms, before the server's retry: 1500`);
+      assert.equal((await acp.prompt({ sessionId, prompt: text("echo after") })).stopReason, "end_turn");
+    } finally {
+      await acp.close();
+      await hintedProxy.stop();
+      await hinting.stop();
+    }
   });
 
   it("recovers from a silent (half-open) SSE socket via the idle timeout and Last-Event-ID takeover", async () => {

@@ -17,7 +17,7 @@ import {
   AcpRpcError,
   createAcpHttpStream,
 } from "../src/index.js";
-import { initParams, startOurServer, startSdkServer, text, type TestServer } from "./helpers.js";
+import { initParams, startOurServer, startProxy, startSdkServer, text, type TestServer } from "./helpers.js";
 
 function chunkText(n: SessionNotification): string | undefined {
   return n.update.sessionUpdate === "agent_message_chunk" && n.update.content.type === "text"
@@ -49,7 +49,7 @@ async function sdkTurn(stream: Stream, script: string): Promise<{ chunks: string
 
 const EXPECTED_CHUNKS = ["chunk 1 ", "chunk 2 ", "chunk 3 ", "permission: selected reject_once"];
 
-describe("interop matrix", { timeout: 60_000 }, () => {
+describe("interop matrix", { timeout: 300_000 }, () => {
   let ours: TestServer;
   let sdk: TestServer;
   before(async () => void ([ours, sdk] = await Promise.all([startOurServer(), startSdkServer()])));
@@ -71,7 +71,7 @@ describe("interop matrix", { timeout: 60_000 }, () => {
   });
 });
 
-describe("transport edge cases (our server)", { timeout: 60_000 }, () => {
+describe("transport edge cases (our server)", { timeout: 300_000 }, () => {
   let server: TestServer;
   before(async () => void (server = await startOurServer()));
   after(async () => void (await server.stop()));
@@ -107,6 +107,31 @@ describe("transport edge cases (our server)", { timeout: 60_000 }, () => {
     await waitFor(() => order.length === 2, 5000, "the delayed 202");
     assert.deepEqual(order, ["sse-response", "202"]);
     await acp.close();
+  });
+
+  it("names the connection as Acp-Connection-Id and as x-acp-connection-id on every request after initialize", async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const acp = new AcpHttpClient({ baseUrl: proxy.baseUrl, requestTimeoutMs: 10_000 });
+      await acp.initialize(initParams());
+      const id = acp.connectionId!;
+      const { sessionId } = await acp.newSession({ cwd: "/tmp", mcpServers: [] });
+      await acp.prompt({ sessionId, prompt: text("echo hi") });
+      await acp.close();
+      const [initialize, ...later] = proxy.requests();
+      assert.equal(initialize?.headers["acp-connection-id"], undefined, "initialize has no connection yet");
+      assert.deepEqual(
+        [...new Set(later.map((r) => r.method))].sort(),
+        ["DELETE", "GET", "POST"],
+        "POSTs, SSE GETs and the DELETE were seen",
+      );
+      for (const request of later) {
+        assert.equal(request.headers["acp-connection-id"], id, request.method);
+        assert.equal(request.headers["x-acp-connection-id"], id, request.method);
+      }
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it("DELETEs the connection on close()", async () => {

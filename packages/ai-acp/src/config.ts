@@ -34,7 +34,7 @@ export interface AcpLaunchContext<TModel extends string, TOptions extends object
   model: TModel;
   /** Session working directory (absolute, inside the sandbox). */
   cwd: string;
-  /** Same as `cwd`; the name the seed's examples use for the harness' own `--cwd` flag. */
+  /** Same as `cwd`, named for its usual use: the harness' own `--cwd` flag (`pi --acp --cwd ${harnessCwd}`). */
   harnessCwd: string;
   sandbox: SandboxInstance;
   /** Environment for the agent process: sandbox env + config `env`. */

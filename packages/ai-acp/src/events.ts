@@ -1,4 +1,10 @@
-import type { ContentBlock, SessionUpdate, ToolCallContent, ToolCallUpdate } from "@agentclientprotocol/sdk";
+import type {
+  ContentBlock,
+  SessionUpdate,
+  ToolCallContent,
+  ToolCallUpdate,
+  UsageUpdate,
+} from "@agentclientprotocol/sdk";
 import { EventType, type AdapterYieldChunk as AdapterChunk } from "@tanstack/ai";
 
 interface ToolState {
@@ -44,8 +50,14 @@ export class AcpEventMapper {
   private reasoning: OpenMessage | undefined;
   private readonly tools = new Map<string, ToolState>();
   private readonly texts: AgentText[] = [];
+  private usage: UsageUpdate | undefined;
 
   constructor(private readonly options: EventMapperOptions) {}
+
+  /** The last `usage_update` of this turn: reported once, when the turn ends. */
+  lastUsageUpdate(): UsageUpdate | undefined {
+    return this.usage;
+  }
 
   /** Agent text of this turn, one entry per message. */
   agentTexts(): ReadonlyArray<AgentText> {
@@ -75,8 +87,11 @@ export class AcpEventMapper {
         return this.options.planEventName
           ? [custom(this.options.planEventName, { entries: update.entries })]
           : [];
+      case "usage_update":
+        this.usage = update;
+        return [];
       default:
-        // user_message_chunk only appears in replays; usage/commands/modes are not turn output.
+        // user_message_chunk only appears in replays; commands/modes are not turn output.
         return [];
     }
   }
@@ -240,7 +255,7 @@ export class AcpEventMapper {
       type: EventType.TOOL_CALL_RESULT,
       messageId: this.options.createId("toolresult"),
       toolCallId: tool.id,
-      // Diffs, terminals and images stay inside the payload, as the seed documents.
+      // Diffs, terminals and images stay inside the payload: AG-UI has no event of their own for them.
       content: JSON.stringify({
         status,
         kind: tool.kind,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { PromptResponse } from "@agentclientprotocol/sdk";
+import type { PromptResponse } from "@agentclientprotocol/sdk/unstable";
 import { getSandbox, snapshotFiles, diffSnapshots, type SandboxInstance } from "@sandbox-agent/ai-sandbox";
 import {
   EventType,
@@ -25,6 +25,7 @@ import { SessionPool, type WarmSession } from "./session-pool.js";
 import { acquireSession } from "./session-setup.js";
 import { finishStructuredTurn, releaseTexts, type RunIds } from "./structured-output.js";
 import { Turn, type TurnItem } from "./turn.js";
+import { turnUsage } from "./usage.js";
 
 type AnyConfig = AcpCompatibleConfig<ReadonlyArray<string>, object>;
 type Options<TOptions extends object> = TextOptions<AcpModelOptions<TOptions>>;
@@ -342,7 +343,7 @@ export class HarnessRunner {
     }
     if (state?.snapshot) yield* await this.fileChanges(ctx.sandbox, session.cwd, state.snapshot);
     this.pool.release(session, this.config.keepWarmMs ?? DEFAULTS.keepWarmMs);
-    if (!failed) yield this.terminal(response, ctx.ids);
+    if (!failed) yield this.terminal(response, turn, ctx.ids);
   }
 
   private async fileChanges(
@@ -361,12 +362,18 @@ export class HarnessRunner {
     );
   }
 
-  /** The five ACP stop reasons, each distinguishable on the wire (`result.stopReason`). */
-  private terminal(response: PromptResponse, ids: RunIds): AdapterYieldChunk {
+  /**
+   * The five ACP stop reasons, each distinguishable on the wire (`result.stopReason`), with the
+   * turn's usage: token counts in `usage`, the agent's own figures in `result`.
+   */
+  private terminal(response: PromptResponse, turn: Turn, ids: RunIds): AdapterYieldChunk {
+    const cost = turnUsage(response, turn.mapper.lastUsageUpdate());
+    const usage = cost.usage ? { usage: cost.usage } : {};
     const base = {
       threadId: ids.threadId,
       runId: ids.runId,
-      result: { stopReason: response.stopReason },
+      result: { stopReason: response.stopReason, ...cost.result },
+      ...usage,
       timestamp: Date.now(),
     };
     switch (response.stopReason) {
@@ -375,6 +382,7 @@ export class HarnessRunner {
           type: EventType.RUN_ERROR,
           message: this.config.refusalMessage ?? `${this.config.name} refused the request`,
           code: "refusal",
+          ...usage,
           timestamp: Date.now(),
         };
       case "cancelled":

@@ -1,9 +1,6 @@
-import type {
-  ContentBlock,
-  PromptResponse,
-  RequestPermissionRequest,
-  SessionUpdate,
-} from "@agentclientprotocol/sdk";
+import type { ContentBlock, RequestPermissionRequest, SessionUpdate } from "@agentclientprotocol/sdk";
+// The draft schema's PromptResponse: it has the turn's `usage`.
+import type { PromptResponse } from "@agentclientprotocol/sdk/unstable";
 import type { AgentLink, TurnSink } from "./agent-link.js";
 import { describeDeath } from "./agent-link.js";
 import { AcpHarnessError, errorMessage } from "./errors.js";

@@ -9,7 +9,7 @@ import { from, lastValueFrom, toArray } from "rxjs";
 import { z } from "zod";
 import { customs, mockCommand, ofType, quote, run, testBed, texts, user, type TestBed } from "./helpers.js";
 
-describe("chat() end to end with the mock agent in a local-process sandbox", { timeout: 60_000 }, () => {
+describe("chat() end to end with the mock agent in a local-process sandbox", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-chat");
@@ -34,6 +34,53 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     assert.match(session?.sessionId ?? "", /\S+/);
     const last = chunks[chunks.length - 1];
     assert.equal(last?.type, "RUN_FINISHED");
+  });
+
+  it("puts each tool call's status, kind, title, content, locations and raw output in TOOL_CALL_RESULT", async () => {
+    const chunks = await run(
+      bed,
+      bed.harness()("m"),
+      "tool read notes.txt; fail-tool broken; write out.txt hello",
+    );
+    const results = new Map(
+      ofType(chunks, "TOOL_CALL_RESULT").map((c) => [c.toolCallId, JSON.parse(String(c.content)) as unknown]),
+    );
+    const [read, failed, write] = ofType(chunks, "TOOL_CALL_START").map((c) => results.get(c.toolCallId));
+    assert.deepEqual(read, {
+      status: "completed",
+      kind: "read",
+      title: "notes.txt",
+      content: [{ type: "content", content: { type: "text", text: "done: notes.txt" } }],
+      locations: [],
+      rawOutput: { ok: true, title: "notes.txt" },
+    });
+    assert.deepEqual(failed, {
+      status: "failed",
+      kind: "other",
+      title: "broken",
+      content: [{ type: "content", content: { type: "text", text: "failed: broken" } }],
+      locations: [],
+      rawOutput: { ok: false, error: "mock failure" },
+    });
+    const file = join((await bed.sandbox.start()).workdir, "out.txt");
+    assert.deepEqual(write, {
+      status: "completed",
+      kind: "edit",
+      title: "write out.txt",
+      // The diff of the tool_call survives the later update that carries no content.
+      content: [{ type: "diff", path: file, oldText: null, newText: "hello" }],
+      locations: [{ path: file }],
+      rawOutput: { path: file, bytes: 5 },
+    });
+  });
+
+  it("emits each plan update as a full replacement of the previous plan", async () => {
+    const mock = bed.harness({ planEventName: "mock.plan" });
+    const chunks = await run(bed, mock("m"), "plan look | answer; echo working; plan answer");
+    const plans = (
+      customs(chunks, "mock.plan") as Array<{ entries: Array<{ content: string; status: string }> }>
+    ).map((plan) => plan.entries.map((e) => `${e.content}:${e.status}`));
+    assert.deepEqual(plans, [["look:in_progress", "answer:pending"], ["answer:in_progress"]]);
   });
 
   it("passes @ag-ui/client verifyEvents (no TOOL_CALL_ARGS after TOOL_CALL_END)", async () => {
@@ -90,6 +137,25 @@ describe("chat() end to end with the mock agent in a local-process sandbox", { t
     assert.equal(seen.get("end_turn"), "stop");
     assert.equal(seen.get("max_tokens"), "length");
     assert.notEqual(seen.get("cancelled"), "stop");
+  });
+
+  it("reports the agent's turn usage and the turn's last usage_update in RUN_FINISHED", async () => {
+    const chunks = await run(bed, bed.harness()("m"), "usage 100; turn-usage 10 20 5; echo hi; usage 250");
+    const finished = ofType(chunks, "RUN_FINISHED").at(-1);
+    assert.deepEqual(finished?.usage, {
+      promptTokens: 10,
+      completionTokens: 20,
+      totalTokens: 35,
+      completionTokensDetails: { reasoningTokens: 5 },
+    });
+    assert.deepEqual(finished?.result, {
+      stopReason: "end_turn",
+      usage: { inputTokens: 10, outputTokens: 20, thoughtTokens: 5, totalTokens: 35 },
+      usageUpdate: { used: 250, size: 200_000, cost: { amount: 0.00025, currency: "USD" } },
+    });
+    const silent = ofType(await run(bed, bed.harness()("m"), "echo no usage"), "RUN_FINISHED").at(-1);
+    assert.equal(silent?.usage, undefined);
+    assert.deepEqual(silent?.result, { stopReason: "end_turn" });
   });
 
   it("returns structured output typed from await chat(), without the JSON as a text part", async () => {

@@ -23,7 +23,7 @@ const deploy = toolDefinition({
   inputSchema: z.object({ target: z.string() }),
 }).server(async ({ target }) => ({ deployed: target }));
 
-describe("chat() tools bridged to the agent over MCP", { timeout: 60_000 }, () => {
+describe("chat() tools bridged to the agent over MCP", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-mcp");

@@ -43,7 +43,7 @@ function localRepository(): string {
   return repo;
 }
 
-describe("chat() through the sandbox-agent provider (real server, real HTTP)", { timeout: 90_000 }, () => {
+describe("chat() through the sandbox-agent provider (real server, real HTTP)", { timeout: 300_000 }, () => {
   let server: RunningServer;
   let workdir: string;
   let sandbox: SandboxDefinition;

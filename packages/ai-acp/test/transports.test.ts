@@ -8,7 +8,7 @@ import { chat, chatParamsFromRequest, toServerSentEventsResponse } from "@tansta
 import { startAcpServerInSandbox } from "../src/index.js";
 import { customs, mockCommand, run, testBed, texts, type TestBed } from "./helpers.js";
 
-describe("transports and delivery", { timeout: 60_000 }, () => {
+describe("transports and delivery", { timeout: 300_000 }, () => {
   let bed: TestBed;
   before(async () => {
     bed = await testBed("ai-acp-transports");

@@ -8,6 +8,10 @@ export interface MockAgentFlags {
   protocolVersion: number | undefined;
   stdinLog: string | undefined;
   stderrNoise: boolean;
+  /** Keep running after stdin closes (like agents that ignore EOF); only a signal ends it. */
+  ignoreStdinEof: boolean;
+  /** Write every JSON line with a bare CR after its opening brace (valid JSON whitespace). */
+  crInJson: boolean;
 }
 
 function integerArg(flag: string, value: string | undefined): number {
@@ -31,6 +35,8 @@ export function parseFlags(
     protocolVersion: undefined,
     stdinLog: undefined,
     stderrNoise: false,
+    ignoreStdinEof: false,
+    crInJson: false,
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -57,6 +63,12 @@ export function parseFlags(
         break;
       case "--stderr-noise":
         flags.stderrNoise = true;
+        break;
+      case "--ignore-stdin-eof":
+        flags.ignoreStdinEof = true;
+        break;
+      case "--cr-in-json":
+        flags.crInJson = true;
         break;
       default:
         throw new Error(`mock-agent: unknown option ${arg}`);

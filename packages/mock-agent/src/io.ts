@@ -1,4 +1,4 @@
-import { appendFileSync } from "node:fs";
+import { appendFileSync, closeSync, openSync } from "node:fs";
 import type { Writable } from "node:stream";
 
 /** Writes `data` to a Node stream, resolving once it is handed to the OS (honours backpressure). */
@@ -13,13 +13,39 @@ export function writeAll(out: Writable, data: string | Uint8Array): Promise<void
  * both go through `process.stdout.write` with whole lines, so a raw line can never land inside
  * a JSON line.
  */
-export function stdoutSink(onWrite?: (bytes: number) => void): WritableStream<Uint8Array> {
+export function stdoutSink(
+  onWrite?: (bytes: number) => void,
+  rewrite?: (line: Uint8Array) => Uint8Array,
+): WritableStream<Uint8Array> {
   return new WritableStream<Uint8Array>({
     write(chunk) {
       onWrite?.(chunk.byteLength);
-      return writeStdout(chunk);
+      return writeStdout(rewrite ? rewrite(chunk) : chunk);
     },
   });
+}
+
+/**
+ * `{…}` → `{\r…}`: a bare CR is JSON whitespace between tokens, so the line stays valid JSON and
+ * means the same, but a reader that treats CR as a line break (SSE does) would cut it in two.
+ */
+export function carriageReturnAfterBrace(line: Uint8Array): Uint8Array {
+  if (line[0] !== 0x7b) return line;
+  const out = new Uint8Array(line.byteLength + 1);
+  out[0] = 0x7b;
+  out[1] = 0x0d;
+  out.set(line.subarray(1), 2);
+  return out;
+}
+
+/**
+ * Closes the real stdout (the reader sees EOF) while the process lives on: fd 1 is closed and
+ * /dev/null takes its number (the lowest free one, stdin being open), so later writes go nowhere.
+ */
+export async function closeStdout(): Promise<void> {
+  await flushStdout();
+  closeSync(1);
+  openSync("/dev/null", "w");
 }
 
 export interface StdinOptions {

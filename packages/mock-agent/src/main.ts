@@ -1,7 +1,7 @@
 import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { mockAgentApp } from "./agent.js";
 import { parseFlags, type MockAgentFlags } from "./flags.js";
-import { flushStdout, stdinSource, stdoutSink } from "./io.js";
+import { carriageReturnAfterBrace, flushStdout, stdinSource, stdoutSink } from "./io.js";
 import type { AgentState } from "./state.js";
 import { SessionStore } from "./store.js";
 
@@ -25,12 +25,17 @@ function start(flags: MockAgentFlags): void {
     if (flags.ignoreSigterm) process.stderr.write("mock-agent: ignoring SIGTERM\n");
     else void exitCleanly(0);
   });
-  // A closed stdout (client gone) must not crash the agent with EPIPE; stdin EOF ends it.
+  // A closed stdout or stderr (client gone) must not crash the agent with EPIPE; stdin EOF ends it
+  // (and with --ignore-sigterm --ignore-stdin-eof nothing but SIGKILL does).
   process.stdout.on("error", () => undefined);
+  process.stderr.on("error", () => undefined);
   const noise = (what: string) => (bytes: number) =>
     void process.stderr.write(`mock-agent noise: ${what} ${bytes} bytes\n`);
   const onLine = flags.stderrNoise ? (line: string): void => noise("received")(line.length) : undefined;
-  const output = stdoutSink(flags.stderrNoise ? noise("sent") : undefined);
+  const output = stdoutSink(
+    flags.stderrNoise ? noise("sent") : undefined,
+    flags.crInJson ? carriageReturnAfterBrace : undefined,
+  );
   const stream = ndJsonStream(output, stdinSource({ logFile: flags.stdinLog, onLine }), {
     maxMessageBytes: 256 * 1024 * 1024,
   });
@@ -42,7 +47,11 @@ function start(flags: MockAgentFlags): void {
     turns: new Map(),
   };
   const connection = mockAgentApp(state).connect(stream);
-  void connection.closed.then(() => exitCleanly(0));
+  void connection.closed.then(() => {
+    // A timer keeps the event loop, hence the process, alive once stdin is gone.
+    if (flags.ignoreStdinEof) setInterval(() => undefined, 60_000);
+    else void exitCleanly(0);
+  });
 }
 
 start(readFlags());

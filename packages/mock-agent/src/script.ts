@@ -18,6 +18,7 @@ export type ScriptCommand =
   | { name: "slow"; count: number; ms: number }
   | { name: "crash"; code: number }
   | { name: "hang" }
+  | { name: "close-stdout" }
   | { name: "garbage"; text: string }
   | { name: "stderr"; bytes: number }
   | { name: "bigline"; bytes: number }
@@ -33,7 +34,8 @@ export type ScriptCommand =
   | { name: "json"; text: string }
   | { name: "mcp"; tool: string; args: Record<string, unknown> }
   | { name: "mcp-list" }
-  | { name: "usage" }
+  | { name: "usage"; used: number | undefined }
+  | { name: "turn-usage"; input: number; output: number; thought: number | undefined }
   | { name: "title"; title: string }
   | { name: "commands" }
   | { name: "blocks" };
@@ -127,6 +129,7 @@ const PARSERS: Record<CommandName, Parser> = {
   slow: (_, w) => ({ name: "slow", count: int(w, 0, "slow N"), ms: int(w, 1, "slow MS") }),
   crash: (_, w) => ({ name: "crash", code: int(w, 0, "crash code", 1) }),
   hang: () => ({ name: "hang" }),
+  "close-stdout": () => ({ name: "close-stdout" }),
   garbage: (rest) => ({ name: "garbage", text: rest || "this is not json" }),
   stderr: (_, w) => ({ name: "stderr", bytes: int(w, 0, "stderr BYTES") }),
   bigline: (_, w) => ({ name: "bigline", bytes: int(w, 0, "bigline BYTES") }),
@@ -171,7 +174,13 @@ const PARSERS: Record<CommandName, Parser> = {
     };
   },
   "mcp-list": () => ({ name: "mcp-list" }),
-  usage: () => ({ name: "usage" }),
+  usage: (_, w) => ({ name: "usage", used: w[0] === undefined ? undefined : int(w, 0, "usage USED") }),
+  "turn-usage": (_, w) => ({
+    name: "turn-usage",
+    input: int(w, 0, "turn-usage INPUT"),
+    output: int(w, 1, "turn-usage OUTPUT"),
+    thought: w[2] === undefined ? undefined : int(w, 2, "turn-usage THOUGHT"),
+  }),
   title: (rest) => ({ name: "title", title: required(rest, "title words") }),
   commands: () => ({ name: "commands" }),
   blocks: () => ({ name: "blocks" }),

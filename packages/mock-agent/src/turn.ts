@@ -1,4 +1,5 @@
 import type { AgentContext, ContentBlock, SessionUpdate, StopReason } from "@agentclientprotocol/sdk";
+import type { Usage } from "@agentclientprotocol/sdk/unstable";
 import { flushStdout, writeStdout } from "./io.js";
 import { notification, updateLines, type StoredSession } from "./session.js";
 import type { AgentState } from "./state.js";
@@ -14,6 +15,8 @@ export class TurnStop extends Error {
 export class Turn {
   private lastSend: Promise<void> = Promise.resolve();
   private toolCounter = 0;
+  /** Reported as the turn's `PromptResponse.usage` when set (`turn-usage`). */
+  usage: Usage | undefined;
 
   constructor(
     readonly state: AgentState,

@@ -1,5 +1,6 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { waitFor } from "@sandbox-agent/testkit";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -27,7 +28,7 @@ async function rejectsWith(promise: Promise<unknown>, code: number): Promise<voi
   await assert.rejects(promise, (e: unknown) => e instanceof RequestError && e.code === code);
 }
 
-describe("mock agent over stdio", { timeout: 20_000 }, () => {
+describe("mock agent over stdio", { timeout: 300_000 }, () => {
   it("answers initialize with its capabilities", async () => {
     const a = startAgent();
     try {
@@ -155,12 +156,12 @@ describe("mock agent over stdio", { timeout: 20_000 }, () => {
       const started = Date.now();
       const turn = a.agent.request("session/prompt", {
         sessionId,
-        prompt: [{ type: "text", text: "echo before; sleep 10000; echo after" }],
+        prompt: [{ type: "text", text: "echo before; sleep 600000; echo after" }],
       });
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(() => messageTexts(a.updates, sessionId).includes("before"), 10_000, "the turn to start");
       await a.agent.notify("session/cancel", { sessionId });
       assert.equal((await turn).stopReason, "cancelled");
-      assert.ok(Date.now() - started < 3000);
+      assert.ok(Date.now() - started < 60_000, "the cancel cut the 10-minute sleep short");
       assert.deepEqual(messageTexts(a.updates, sessionId), ["before"]);
     }));
 
@@ -194,6 +195,24 @@ describe("mock agent over stdio", { timeout: 20_000 }, () => {
       .catch(() => undefined);
     assert.deepEqual(await a.exited, { code: 7, signal: null });
     assert.match(a.stdout(), /last words/);
+  });
+
+  it("close-stdout ends its output while the process lives on", async () => {
+    const a = startAgent();
+    await a.initialize();
+    const { sessionId } = await a.agent.request("session/new", { cwd: os.tmpdir(), mcpServers: [] });
+    const ended = new Promise((resolve) => a.child.stdout!.once("end", resolve));
+    void a.agent
+      .request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "echo last words\nclose-stdout" }],
+      })
+      .catch(() => undefined);
+    await ended;
+    assert.match(a.stdout(), /last words/);
+    assert.equal(a.child.exitCode, null, "still running after closing stdout");
+    a.child.kill("SIGTERM");
+    assert.deepEqual(await a.exited, { code: 0, signal: null });
   });
 
   it("writes a raw garbage line between JSON lines", () =>

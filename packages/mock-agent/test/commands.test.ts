@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import os from "node:os";
 import path from "node:path";
 import type { ContentBlock } from "@agentclientprotocol/sdk";
+import { waitFor } from "@sandbox-agent/testkit";
 import { TINY_PNG_BASE64 } from "../src/index.js";
 import {
   killAll,
@@ -37,7 +38,7 @@ async function withSession(options: StartOptions, use: (s: Session) => Promise<v
   }
 }
 
-describe("script commands", { timeout: 20_000 }, () => {
+describe("script commands", { timeout: 300_000 }, () => {
   it("image, messages, bigline, json, env, meta, blocks", () =>
     withSession({ env: { MOCK_SET: "yes" } }, async (s) => {
       await s.prompt(
@@ -84,6 +85,26 @@ describe("script commands", { timeout: 20_000 }, () => {
       assert.equal(listed.sessions.find((x) => x.sessionId === s.sessionId)?.title, "My Title");
     }));
 
+  it("usage USED sets the usage_update; turn-usage the turn's PromptResponse.usage", () =>
+    withSession({}, async (s) => {
+      const plain = await s.a.agent.request("session/prompt", {
+        sessionId: s.sessionId,
+        prompt: [{ type: "text", text: "usage 1234" }],
+      });
+      assert.deepEqual(plain, { stopReason: "end_turn" }, "no usage unless the script sets it");
+      const update = s.a.updates.at(-1)?.update;
+      assert.ok(update?.sessionUpdate === "usage_update");
+      assert.deepEqual([update.used, update.size], [1234, 200_000]);
+      const counted = await s.a.agent.request("session/prompt", {
+        sessionId: s.sessionId,
+        prompt: [{ type: "text", text: "turn-usage 10 20 5; stop max_tokens" }],
+      });
+      assert.deepEqual(counted, {
+        stopReason: "max_tokens",
+        usage: { inputTokens: 10, outputTokens: 20, thoughtTokens: 5, totalTokens: 35 },
+      });
+    }));
+
   it("unknown-update is raw on stdout and ignored by the client", () =>
     withSession({}, async (s) => {
       assert.equal(await s.prompt("unknown-update\necho after"), "end_turn");
@@ -118,9 +139,15 @@ describe("script commands", { timeout: 20_000 }, () => {
 
   it("cancels slow, hang and a pending permission", () =>
     withSession({ permission: () => new Promise(() => {}) }, async (s) => {
-      for (const script of ["slow 100 50", "hang", "permission wait forever"]) {
+      // Each script is cancelled once it shows it is running: a first chunk, a message, the request.
+      const running: Array<[string, () => boolean]> = [
+        ["slow 100 50", () => s.texts().includes("chunk 1 ")],
+        ["echo hanging; hang", () => s.texts().includes("hanging")],
+        ["permission wait forever", () => s.a.permissionRequests.length === 1],
+      ];
+      for (const [script, started] of running) {
         const turn = s.prompt(script);
-        await new Promise((r) => setTimeout(r, 150));
+        await waitFor(started, 10_000, `${script} to run`);
         await s.a.agent.notify("session/cancel", { sessionId: s.sessionId });
         assert.equal(await turn, "cancelled", script);
       }
@@ -173,8 +200,8 @@ describe("script commands", { timeout: 20_000 }, () => {
         mcpServers: [],
       });
       assert.deepEqual(messageTexts(s.a.updates, fork.sessionId), ["before fork"]);
-      const turn = s.prompt("hang");
-      await new Promise((r) => setTimeout(r, 100));
+      const turn = s.prompt("echo hanging; hang");
+      await waitFor(() => s.texts().includes("hanging"), 10_000, "the hanging turn to start");
       await s.a.agent.request("session/close", { sessionId: s.sessionId });
       assert.equal(await turn, "cancelled");
     }));

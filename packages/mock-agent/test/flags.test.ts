@@ -1,5 +1,6 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { waitFor } from "@sandbox-agent/testkit";
 import { mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -10,7 +11,7 @@ after(killAll);
 
 const INIT: InitializeRequest = { protocolVersion: 1, clientCapabilities: {} };
 
-describe("startup options and process lifecycle", { timeout: 20_000 }, () => {
+describe("startup options and process lifecycle", { timeout: 300_000 }, () => {
   it("--exit-on-start exits at once with the code", async () => {
     assert.deepEqual(await startAgent({ flags: ["--exit-on-start", "3"] }).exited, { code: 3, signal: null });
     assert.deepEqual(await startAgent({ env: { MOCK_AGENT_FLAGS: "--exit-on-start" } }).exited, {
@@ -40,13 +41,19 @@ describe("startup options and process lifecycle", { timeout: 20_000 }, () => {
   });
 
   it("--hang-initialize never answers", async () => {
-    const a = startAgent({ flags: ["--hang-initialize"] });
+    const a = startAgent({ flags: ["--hang-initialize", "--stderr-noise"] });
     try {
-      const outcome = await Promise.race([
-        a.agent.request("initialize", INIT).then(() => "answered"),
-        new Promise((r) => setTimeout(() => r("silent"), 500)),
-      ]);
-      assert.equal(outcome, "silent");
+      let answered = false;
+      void a.agent.request("initialize", INIT).then(
+        () => (answered = true),
+        () => undefined,
+      );
+      await waitFor(() => a.stderr().includes("noise: received"), 10_000, "the agent to read initialize");
+      // "Never" has no event to wait for. Once the agent has read the request, a second is ample for
+      // an agent that answers (it takes a millisecond); a slow machine can only make this pass late.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      assert.equal(answered, false);
+      assert.doesNotMatch(a.stderr(), /noise: sent/);
     } finally {
       await a.stop();
     }
@@ -70,6 +77,20 @@ describe("startup options and process lifecycle", { timeout: 20_000 }, () => {
     }
   });
 
+  it("--ignore-stdin-eof lives on after stdin closes; --cr-in-json writes a bare CR in every JSON line", async () => {
+    const a = startAgent({ flags: ["--ignore-stdin-eof", "--cr-in-json"] });
+    await a.initialize(); // the SDK's reader takes the CR as the JSON whitespace it is
+    assert.ok(a.stdout().startsWith('{\r"jsonrpc"'), JSON.stringify(a.stdout().slice(0, 20)));
+    a.child.stdin?.end();
+    const outcome = await Promise.race([
+      a.exited.then(() => "exited"),
+      new Promise((r) => setTimeout(() => r("alive"), 300)),
+    ]);
+    assert.equal(outcome, "alive");
+    a.child.kill("SIGTERM");
+    assert.deepEqual(await a.exited, { code: 0, signal: null });
+  });
+
   it("exits 0 on stdin EOF and on SIGTERM; --ignore-sigterm needs SIGKILL", async () => {
     const eof = startAgent();
     await eof.initialize();
@@ -84,11 +105,10 @@ describe("startup options and process lifecycle", { timeout: 20_000 }, () => {
     const stubborn = startAgent({ flags: ["--ignore-sigterm"] });
     await stubborn.initialize();
     stubborn.child.kill("SIGTERM");
-    const outcome = await Promise.race([
-      stubborn.exited.then(() => "exited"),
-      new Promise((r) => setTimeout(() => r("alive"), 300)),
-    ]);
-    assert.equal(outcome, "alive");
+    await waitFor(() => stubborn.stderr().includes("ignoring SIGTERM"), 10_000, "the agent to see SIGTERM");
+    // It handled the signal and went on: still answering requests.
+    await stubborn.agent.request("session/list", {});
+    assert.equal(stubborn.child.exitCode, null);
     stubborn.child.kill("SIGKILL");
     assert.equal((await stubborn.exited).signal, "SIGKILL");
   });

@@ -38,7 +38,7 @@ async function runPrompt(
   }
 }
 
-describe("mcp commands", { timeout: 20_000 }, () => {
+describe("mcp commands", { timeout: 300_000 }, () => {
   let http: HttpServer;
   before(async () => {
     http = await startHttpMcp();

@@ -8,7 +8,7 @@ import { killAll, kinds, messageTexts, startAgent } from "./helpers.js";
 
 after(killAll);
 
-describe("session persistence across processes", { timeout: 20_000 }, () => {
+describe("session persistence across processes", { timeout: 300_000 }, () => {
   it("loads (with replay), resumes and lists sessions of a previous process", async () => {
     const env = { MOCK_AGENT_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), "mock-agent-state-")) };
     const cwdA = mkdtempSync(path.join(os.tmpdir(), "mock-a-"));

@@ -103,7 +103,7 @@ export class FileSystem {
       path: "/v2/fs/file",
       query: { path, overwrite: options.overwrite ?? true, parents: options.parents ?? true },
       headers: { "content-type": "application/octet-stream" },
-      body: data as BodyInit,
+      body: data,
       signal: options.signal,
     });
   }

@@ -16,7 +16,8 @@ export interface HttpRequest {
   path: string;
   query?: Record<string, QueryValue>;
   json?: unknown;
-  body?: BodyInit;
+  /** `fetch`'s own body type: no DOM lib needed to compile against this package. */
+  body?: RequestInit["body"];
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }

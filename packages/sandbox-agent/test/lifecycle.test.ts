@@ -7,7 +7,7 @@ import {
   SandboxAgentHttpError,
   type SandboxAgentClient,
 } from "../src/index.js";
-import { TOKEN, healthConnections, record, useServer } from "./helpers.js";
+import { TOKEN, healthConnections, messageTexts, record, useServer } from "./helpers.js";
 
 const fixture = useServer();
 
@@ -43,8 +43,8 @@ describe("connection lifecycle", () => {
       const client = fixture.client({ baseUrl: doomed.baseUrl });
       const events = record(client);
       const { sessionId } = await client.newSession({ cwd: "/tmp" });
-      const pending = client.prompt({ sessionId, prompt: "sleep 60000" });
-      await new Promise((r) => setTimeout(r, 200));
+      const pending = client.prompt({ sessionId, prompt: "echo started; sleep 60000" });
+      await waitFor(() => messageTexts(events, sessionId).includes("started"), 10_000, "the turn to start");
       doomed.process.kill("SIGKILL");
       await assert.rejects(client.listSessions(), NotConnectedError);
       await assert.rejects(pending, NotConnectedError);
@@ -73,8 +73,16 @@ describe("connection lifecycle", () => {
 
   test("autoConnect: false opens nothing until connect()", async () => {
     const before = await healthConnections(fixture);
-    const client = fixture.client({ autoConnect: false });
-    await new Promise((r) => setTimeout(r, 200));
+    const requests: string[] = [];
+    const recording: typeof fetch = (input, init) => {
+      requests.push(`${init?.method ?? "GET"} ${new URL(String(input)).pathname}`);
+      return fetch(input, init);
+    };
+    const client = fixture.client({ autoConnect: false, fetch: recording });
+    // A round trip through the same fetch: had the constructor started a connection, its initialize
+    // POST would be recorded before this GET (it is, with autoConnect on).
+    await client.health();
+    assert.deepEqual(requests, ["GET /v2/health"]);
     assert.equal(client.connected, false);
     assert.equal(await healthConnections(fixture), before, "no server connection was opened");
     await assert.rejects(client.newSession({ cwd: "/tmp" }), NotConnectedError);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { waitFor } from "@sandbox-agent/testkit";
 import { AgentRequestError, type PermissionRequest, type SandboxAgentEvent } from "../src/index.js";
 import { messageTexts, record, useServer } from "./helpers.js";
 
@@ -50,10 +51,10 @@ describe("sessions", () => {
     const client = fixture.client();
     const controller = new AbortController();
     const iterator = client.events({ signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
-    const seen: SandboxAgentEvent[] = [];
-    for await (const event of iterator) seen.push(event);
-    assert.deepEqual(seen, []);
+    const waiting = iterator.next(); // no event is coming: it waits
+    controller.abort();
+    assert.deepEqual(await waiting, { done: true, value: undefined });
+    assert.deepEqual(await iterator.next(), { done: true, value: undefined });
   });
 
   test("onPermissionRequest decides; the request is also reported as an event", async () => {
@@ -87,32 +88,41 @@ describe("sessions", () => {
 
   test("cancel() and an aborted prompt signal end the turn with cancelled", async () => {
     const client = fixture.client();
+    const events = record(client);
     const { sessionId } = await client.newSession({ cwd: "/tmp" });
-    const running = client.prompt({ sessionId, prompt: "hang" });
-    await new Promise((r) => setTimeout(r, 100));
+    const started = (text: string) => () => messageTexts(events, sessionId).includes(text);
+    const running = client.prompt({ sessionId, prompt: "echo hanging; hang" });
+    await waitFor(started("hanging"), 10_000, "the hanging turn");
     await client.cancel({ sessionId });
     assert.equal((await running).stopReason, "cancelled");
     const controller = new AbortController();
-    const aborted = client.prompt({ sessionId, prompt: "sleep 10000", signal: controller.signal });
-    setTimeout(() => controller.abort(), 100);
+    const aborted = client.prompt({
+      sessionId,
+      prompt: "echo sleeping; sleep 600000",
+      signal: controller.signal,
+    });
+    await waitFor(started("sleeping"), 10_000, "the sleeping turn");
+    controller.abort();
     assert.equal((await aborted).stopReason, "cancelled");
   });
 
   test("a cancelled turn also cancels a pending permission request", async () => {
+    let asked = false;
     let signalled = false;
     const client = fixture.client({
       onPermissionRequest: (_request, { signal }) =>
-        new Promise((resolve) =>
+        new Promise((resolve) => {
+          asked = true;
           signal.addEventListener("abort", () => {
             signalled = true;
             resolve({ outcome: "selected", optionId: "allow_once" });
-          }),
-        ),
+          });
+        }),
     });
     const events = record(client);
     const { sessionId } = await client.newSession({ cwd: "/tmp" });
     const running = client.prompt({ sessionId, prompt: "permission" });
-    await new Promise((r) => setTimeout(r, 150));
+    await waitFor(() => asked, 10_000, "the permission request");
     await client.cancel({ sessionId });
     assert.equal((await running).stopReason, "cancelled");
     assert.equal(signalled, true, "the handler's signal aborted");

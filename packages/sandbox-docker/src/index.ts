@@ -5,6 +5,5 @@ export {
   type DockerSandboxInstance,
   type DockerSandboxProvider,
 } from "./provider.js";
-export type { DockerMount, DockerSandboxOptions } from "./options.js";
+export type { DockerMount, DockerSandboxOptions, ServerAddress } from "./options.js";
 export { DockerSandboxError, type DockerSandboxErrorCode } from "./errors.js";
-export type { ServerAddress } from "./container.js";

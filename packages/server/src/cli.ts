@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { ConfigFile } from "./config.js";
 import { defaultDataDir } from "./data-dir.js";
-import { isLoopback, startServer } from "./server.js";
+import { isLoopback, startServer, type RunningServer } from "./server.js";
 import type { LogLevel } from "./log.js";
 import { VERSION } from "./version.js";
 
@@ -31,6 +31,9 @@ Server options:
   --fs-max-upload BYTES   largest file upload accepted (default: unlimited)
   --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent)
   --log-level LEVEL       debug | info | warn | error (default info)
+
+SIGINT/SIGTERM stop every agent (SIGTERM, then SIGKILL after limits.killGraceMs) and exit; a second
+signal SIGKILLs them at once.
 
 Exit codes: 0 clean shutdown, 1 runtime error, 2 usage or configuration error.
 `;
@@ -109,12 +112,70 @@ async function serverCommand(argv: string[]): Promise<void> {
   process.stdout.write(
     `sandbox-agent inspector at ${running.url}/ui/${token && !values["no-token"] ? " (it asks for the token)" : ""}\n`,
   );
-  const shutdown = (signal: string) => {
-    process.stderr.write(`sandbox-agent: ${signal}, shutting down\n`);
-    void running.close().then(() => process.exit(0));
+  handleSignals(running);
+  lastResort(running);
+}
+
+/**
+ * SIGINT/SIGTERM: shut down (every agent stopped, then exit 0). A second signal (Ctrl-C twice, a
+ * supervisor repeating itself) hurries it: SIGKILL to every agent now instead of after the grace.
+ * A third exits at once; the agents were SIGKILLed by the second. The handlers stay installed, so
+ * the default action (exit at once, orphaning agents) never runs.
+ */
+function handleSignals(running: RunningServer): void {
+  let received = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    received++;
+    if (received === 1) {
+      process.stderr.write(`sandbox-agent: ${signal}, shutting down (again to stop agents at once)\n`);
+      void running.close().then(() => process.exit(0));
+    } else if (received === 2) {
+      process.stderr.write(`sandbox-agent: ${signal} again, killing every agent now\n`);
+      running.hurry();
+    } else {
+      running.hurry();
+      process.exit(1);
+    }
   };
-  process.once("SIGINT", () => shutdown("SIGINT"));
-  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+/**
+ * Every path we know of handles its own errors: request handlers answer a problem, agent stream
+ * callbacks fail their connection (`Connection.guarded`), timers and promise chains end in a
+ * catch, and every emitter that can emit "error" has a listener. An exception that still gets
+ * here is a bug whose damage cannot be known: a connection's state half-updated, a pending
+ * request that will never be answered, an agent no longer tracked. Carrying on would hide that
+ * broken state; Node's default (exit at once) would orphan every agent that ignores stdin EOF.
+ * So: log it with its stack, stop every agent as a SIGTERM would, and exit 1 for a supervisor to
+ * restart a clean server. Unhandled rejections are treated the same (Node's own default since 15).
+ */
+function lastResort(running: RunningServer): void {
+  let failing = false;
+  const fatal = (error: unknown): void => {
+    process.stderr.write(
+      `sandbox-agent: internal error, stopping every agent and exiting: ${
+        error instanceof Error ? (error.stack ?? error.message) : String(error)
+      }\n`,
+    );
+    if (failing) return;
+    failing = true;
+    void running.close().finally(() => process.exit(1));
+    // If the broken state keeps the shutdown from finishing: SIGKILL every agent and go.
+    setTimeout(
+      () => {
+        running.hurry();
+        process.exit(1);
+      },
+      2 * running.limits.killGraceMs + 1000,
+    ).unref();
+  };
+  process.on("uncaughtException", fatal);
+  process.on("unhandledRejection", fatal);
+  // Lost stdout/stderr (a supervisor that closed its end) must not end the server with EPIPE.
+  process.stdout.on("error", () => {});
+  process.stderr.on("error", () => {});
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -126,8 +187,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === "server") return serverCommand(rest);
   // The agent commands share the control plane's zod schemas: imported only when run.
   if (command === "install-agent")
-    return (await import("./agents/commands.js")).installAgentCommand(rest, fail);
-  if (command === "agents") return (await import("./agents/commands.js")).listAgentsCommand(rest, fail);
+    return (await import("./agent-commands.js")).installAgentCommand(rest, fail);
+  if (command === "agents") return (await import("./agent-commands.js")).listAgentsCommand(rest, fail);
   fail(`unknown command ${JSON.stringify(command)}`);
 }
 

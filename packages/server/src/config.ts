@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { AgentSpec } from "./agents/types.js";
 import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from "./processes/limits.js";
-import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
+import { LIMIT_NAMES, type RuntimeLimits } from "./runtime/options.js";
 
 const agentSpecSchema = z.strictObject({
   command: z.string().min(1),
@@ -13,7 +13,7 @@ const agentSpecSchema = z.strictObject({
 });
 
 const limitsSchema = z.strictObject(
-  Object.fromEntries(Object.keys(DEFAULT_LIMITS).map((k) => [k, z.number().int().positive().optional()])) as {
+  Object.fromEntries(LIMIT_NAMES.map((k) => [k, z.number().int().positive().optional()])) as {
     [K in keyof RuntimeLimits]: z.ZodOptional<z.ZodNumber>;
   },
 );

@@ -18,11 +18,20 @@ export function createLogger(
     (message: string, fields: Record<string, unknown> = {}) => {
       if (ORDER[at] < ORDER[level]) return;
       const rest = Object.entries(fields)
-        .map(([k, v]) => `${k}=${typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v ?? null)}`)
+        .map(([k, v]) => `${k}=${serialize(v)}`)
         .join(" ");
       write(`${new Date().toISOString()} ${at} ${message}${rest ? " " + rest : ""}\n`);
     };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+}
+
+/** A field value as JSON; logging must never throw (a value too deep for JSON.stringify is a RangeError). */
+function serialize(value: unknown): string {
+  try {
+    return JSON.stringify(value ?? null);
+  } catch {
+    return '"[unserializable]"';
+  }
 }
 
 /** Connection ids are capabilities: log only a prefix. */

@@ -2,25 +2,27 @@ import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { advertisementRecorder } from "./agents/capabilities.js";
-import { prepareAgent } from "./agents/launch.js";
+import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { AgentSpec } from "./agents/types.js";
 import { healthRoute } from "./control-plane/health.js";
+import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
-import { problems } from "./http/problem.js";
+import { sendProblem } from "./http/problem.js";
 import { requestUrl, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
+import { unavailable } from "./http/unavailable.js";
 import { createLogger, type Logger, type LogLevel } from "./log.js";
 import { ProcessManager } from "./processes/manager.js";
 import type { ProcessLimits } from "./processes/limits.js";
 import type { UpgradeHandler } from "./processes/terminal-socket.js";
 import { ConnectionRegistry } from "./runtime/connections.js";
-import { agentEnvironment } from "./runtime/env.js";
+import { descriptorBudget, descriptorsNeeded } from "./runtime/descriptors.js";
+import type { JsonRpcMessage } from "./protocol.js";
 import type { ConnectionExtension } from "./runtime/extension.js";
-import type { JsonRpcMessage } from "./runtime/json-rpc.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
-import { agentIdOf, rpcRoutes, type Launch } from "./transport/rpc-routes.js";
+import { OrphanGuard } from "./runtime/orphan-guard.js";
+import { rpcRoutes } from "./transport/rpc-routes.js";
 import { isInspectorPath } from "./ui/public-path.js";
 
 export interface ServerOptions {
@@ -54,7 +56,15 @@ export interface RunningServer {
   port: number;
   server: Server;
   connections: ConnectionRegistry;
+  /** The limits in force, with the defaults derived from the descriptor limit. */
+  limits: RuntimeLimits;
+  /**
+   * Shuts down: stops accepting at once (requests still arriving on open sockets get a 503), stops
+   * every agent (SIGTERM, SIGKILL one `killGraceMs` later), then closes every socket. Idempotent.
+   */
   close(): Promise<void>;
+  /** Hurries a shutdown under way: SIGKILL to every agent now. */
+  hurry(): void;
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
@@ -66,18 +76,41 @@ export function isLoopback(host: string): boolean {
 /** Starts the HTTP server: `/v2/rpc` transport, control plane, security middleware. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
-  const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const budget = descriptorBudget();
+  const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...budget.defaults, ...options.limits };
   const workdir = options.workdir ?? process.cwd();
   mkdirSync(path.join(options.dataDir, "logs"), { recursive: true });
   const logFile = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
+  let logFileFailed = false;
+  // A full disk must not end the server: it goes on logging to stderr only.
+  logFile.on("error", (error) => {
+    if (!logFileFailed) process.stderr.write(`sandbox-agent: cannot write the log file: ${error.message}\n`);
+    logFileFailed = true;
+  });
   const logger =
     options.logger ??
     createLogger(options.logLevel ?? "info", (line) => {
       process.stderr.write(line);
-      logFile.write(line);
+      if (!logFileFailed) logFile.write(line);
     });
+  if (budget.limit !== undefined && descriptorsNeeded(limits) > budget.limit - budget.inUse) {
+    logger.warn(
+      "limits.maxConnections and limits.maxSockets exceed the descriptor limit: expect 503s from failed spawns",
+      {
+        nofile: budget.limit,
+        maxConnections: limits.maxConnections,
+        maxSockets: limits.maxSockets,
+      },
+    );
+  }
   const registry = new AgentRegistry(options.agents, options.dataDir);
-  const connections = new ConnectionRegistry(limits.idleMs, logger);
+  const guard = new OrphanGuard(limits.killGraceMs, logger);
+  const connections = new ConnectionRegistry({
+    idleMs: limits.idleMs,
+    maxConnections: limits.maxConnections,
+    logger,
+    guard,
+  });
   const processes = new ProcessManager({ workdir, limits: options.processLimits, logger });
   const fsRoot = options.fsRoot ?? workdir;
   // The Sandbox extensions validate their params with zod: imported with the first connection, so
@@ -89,22 +122,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...m.sandboxExtensions({ logger, processes, fsRoot, workdir }),
     ]));
 
-  const launch = async (message: JsonRpcMessage): Promise<Launch> => {
-    const id = agentIdOf(message) ?? options.defaultAgent;
-    if (id === undefined) {
-      throw problems.badRequest('initialize must name its agent in params._meta["sandboxagent.dev"].agent.', {
-        availableAgents: registry.ids(),
-      });
-    }
-    const agent = registry.get(id);
-    if (!agent)
-      throw problems.badRequest(`Unknown agent ${JSON.stringify(id)}.`, { availableAgents: registry.ids() });
-    const requestEnv = await prepareAgent(agent, message, {
-      autoInstall: options.autoInstall ?? false,
-      logger,
-    });
-    return { agent, env: agentEnvironment(agent.spec, process.env, requestEnv), cwd: workdir };
+  const launchOptions = {
+    registry,
+    defaultAgent: options.defaultAgent,
+    autoInstall: options.autoInstall ?? false,
+    workdir,
+    logger,
   };
+  const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
 
   const router = new Router()
     .add(...rpcRoutes({ connections, limits, logger, extensions: loadExtensions, launch }))
@@ -133,47 +158,125 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   // The inspector's files hold no data and a navigation cannot send a bearer token (see ui/public-path.ts).
   const publicSecurity = { ...security, token: undefined };
+  let draining = false;
+  const inFlight = new InFlight();
   // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
-  const { server, closeAllConnections } = createHttpListener((req, res) => {
-    void withProblems(
-      res,
-      async () => {
-        const url = requestUrl(req);
-        if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
-        await router.handle(req, res, url);
-      },
-      (error) => logger.error("request failed", { error: String(error) }),
-    );
-  });
+  const listener = createHttpListener(
+    (req, res) => {
+      inFlight.track(res);
+      // Writing after the end emits "error" on the response; unheard, it would end the server.
+      res.on("error", (error) => logger.warn("response error", { error: String(error) }));
+      if (draining) return sendProblem(res, shuttingDown(req.httpVersionMajor));
+      void withProblems(
+        res,
+        async () => {
+          const url = requestUrl(req);
+          if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
+          await router.handle(req, res, url);
+        },
+        (error) => logger.error("request failed", { error: String(error) }),
+      ).catch((error: unknown) => {
+        logger.error("request failed while answering it", { error: String(error) });
+        res.destroy();
+      });
+    },
+    {
+      maxSockets: limits.maxSockets,
+      headersTimeoutMs: limits.headersTimeoutMs,
+      requestTimeoutMs: limits.requestTimeoutMs,
+      keepAliveTimeoutMs: 65_000,
+    },
+  );
+  const { server } = listener;
   // Terminal WebSockets (`GET /v2/processes/{id}/terminal`); `ws` loads with the first upgrade.
   let upgrade: Promise<UpgradeHandler> | undefined;
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => socket.destroy());
+    if (draining) {
+      socket.destroy();
+      return;
+    }
     upgrade ??= import("./processes/terminal-socket.js").then((m) =>
       m.terminalUpgradeHandler({ manager: processes, security, logger }),
     );
-    void upgrade.then((handle) => handle(req, socket, head));
+    upgrade.then(
+      (handle) => handle(req, socket, head),
+      (error: unknown) => {
+        logger.error("terminal upgrade failed", { error: String(error) });
+        socket.destroy();
+      },
+    );
   });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  // SSE responses are long-lived; the request timeout only bounds receiving the request itself.
-  server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 2468, host, () => resolve());
+    server.listen(options.port ?? 2468, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
   });
+  // After start, an "error" is a failed accept (EMFILE: libuv drops that connection); unheard, it would end the server.
+  server.on("error", (error) => logger.error("listener error", { error: String(error) }));
   const address = server.address() as AddressInfo;
   const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  const shutdown = async (): Promise<void> => {
+    draining = true;
+    // Stop accepting now; Node also closes idle keep-alive sockets here.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    await Promise.all([connections.shutdown(), processes.shutdown()]);
+    guard.close();
+    // Answers still being written (e.g. the 503 of an initialize whose agent the shutdown just
+    // stopped) get a moment to go out before every socket is closed.
+    await inFlight.settled(SHUTDOWN_DRAIN_MS);
+    listener.closeAllConnections();
+    await closed;
+    logFile.end();
+  };
   return {
     url: `http://${urlHost}:${address.port}`,
     port: address.port,
     server,
     connections,
-    close: async () => {
-      await Promise.all([connections.shutdown(), processes.shutdown()]);
-      closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      logFile.end();
-    },
+    limits,
+    close: () => (closing ??= shutdown()),
+    hurry: () => connections.hurry(),
   };
+}
+
+/** At most how long shutdown waits for answers in progress once every agent is gone. */
+const SHUTDOWN_DRAIN_MS = 1000;
+
+/** Counts requests whose response is not closed yet. */
+class InFlight {
+  private count = 0;
+  private onIdle: (() => void) | undefined;
+
+  track(res: { once(event: "close", listener: () => void): unknown }): void {
+    this.count++;
+    res.once("close", () => {
+      if (--this.count === 0) this.onIdle?.();
+    });
+  }
+
+  /** Resolves when no response is open any more, or after `ms`. */
+  settled(ms: number): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.onIdle = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
+
+/** The answer to any request once shutdown has begun; HTTP/1.1 sockets are closed after it. */
+function shuttingDown(httpVersionMajor: number) {
+  return unavailable(
+    "The server is shutting down.",
+    { reason: "shutting_down" },
+    1,
+    httpVersionMajor === 1 ? { connection: "close" } : {},
+  );
 }

@@ -32,14 +32,23 @@ describe("backpressure (T-BP)", () => {
     const sessionId = await conn.newSession(sse);
     sse.close();
     const base = rssBytes(server.process.pid!);
-    await conn.send("session/prompt", {
+    const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: `chunks 400000 ${"x".repeat(200)}` }],
     });
     await waitFor(() => processesWith(noisyLog).length === 0, 15_000, "stalled connection to be closed");
     const grown = rssBytes(server.process.pid!) - base;
     assert.ok(grown < 64 * 1024 * 1024, `server grew by ${grown} bytes for ~100 MB of agent output`);
-    assert.equal((await conn.post({ jsonrpc: "2.0", method: "_x" })).status, 404);
+    // The id is not forgotten: it answers 410 with the reason, and the stream still holds the
+    // prompt's error, after everything the agent wrote before the stall.
+    const later = await conn.post({ jsonrpc: "2.0", method: "_x" });
+    assert.equal(later.status, 410);
+    assert.equal(((await later.json()) as { reason: string }).reason, "output_stalled");
+    const resumed = await conn.openSse();
+    const error = await resumed.waitFor((m) => m.id === promptId, 20_000);
+    assert.equal(error.error?.code, -32603);
+    assert.equal(error.error?.data?.reason, "output_stalled");
+    await resumed.done;
   });
 
   it("T-BP-02: a slow reader gets every event in order while the server stays bounded", async () => {
@@ -84,9 +93,24 @@ describe("backpressure (T-BP)", () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
-    await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: "bigline 4000000" }] });
+    const promptId = await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "bigline 4000000" }],
+    });
     await sse.done;
     await waitFor(() => /message limit/.test(server.logs()), 5000, "log line");
     assert.equal((await fetch(`${server.baseUrl}/v2/health`)).status, 200);
+    // The pending prompt got an error saying why, on the stream before it ended; the id then answers 410.
+    const messages = sse.messages();
+    const error = messages.find((m) => m.id === promptId);
+    assert.equal(error?.error?.data?.reason, "message_too_large", JSON.stringify(messages.slice(-3)));
+    assert.equal(error?.error?.data?.maxMessageBytes, 1024 * 1024);
+    const ended = messages.find((m) => m.method === "_sandboxagent/session/ended");
+    assert.equal(ended?.params?.reason, "message_too_large");
+    const later = await conn.post({ jsonrpc: "2.0", id: 99, method: "session/prompt", params: {} });
+    assert.equal(later.status, 410);
+    const problem = (await later.json()) as { reason: string; detail: string };
+    assert.equal(problem.reason, "message_too_large");
+    assert.match(problem.detail, /maxMessageBytes/);
   });
 });

@@ -22,7 +22,7 @@ function operationsOf(doc: OpenApiDocument): string[] {
 /** The route table the server builds (served from start, and loaded on first use), listed without serving it. */
 function routeTable(): string[] {
   const logger = createLogger("error");
-  const connections = new ConnectionRegistry(60_000, logger);
+  const connections = new ConnectionRegistry({ idleMs: 60_000, maxConnections: 1, logger });
   const routes = controlPlaneRoutes({
     registry: new AgentRegistry({}, tempDir()),
     connections,

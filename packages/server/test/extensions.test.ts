@@ -1,49 +1,23 @@
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { mockAgentBin, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
-import { mockWith, stdinLog } from "./support/agents.js";
+import { startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { filteredMock, mockWith, received, stdinLog } from "./support/agents.js";
 import { agentText, RawConnection, type RpcMessage, type SseReader } from "./support/rpc.js";
 
 const META = "sandboxagent.dev";
 const loggedLog = stdinLog();
 const noListLog = stdinLog();
 
-/**
- * A real agent process without `sessionCapabilities.list`/`close`: the mock agent behind a filter
- * that removes them from its initialize answer.
- */
+/** A real agent process without `sessionCapabilities.list`/`close`: the mock, minus those in its initialize answer. */
 function noListAgent(): { command: string; args: string[] } {
-  const file = path.join(tempDir("no-list-agent-"), "agent.mjs");
-  writeFileSync(
-    file,
-    `import { spawn } from "node:child_process";
-import readline from "node:readline";
-const child = spawn(process.execPath, process.argv.slice(2), { stdio: ["pipe", "pipe", "inherit"] });
-process.stdin.pipe(child.stdin);
-readline.createInterface({ input: child.stdout }).on("line", (line) => {
-  const caps = line.includes('"agentCapabilities"') ? JSON.parse(line) : undefined;
-  if (caps) {
-    delete caps.result.agentCapabilities.sessionCapabilities.list;
-    delete caps.result.agentCapabilities.sessionCapabilities.close;
-    line = JSON.stringify(caps);
-  }
-  process.stdout.write(line + "\\n");
-});
-child.on("exit", (code) => process.exit(code ?? 1));
-process.on("SIGTERM", () => child.kill("SIGTERM"));
-`,
-  );
-  return { command: process.execPath, args: [file, mockAgentBin, "--stdin-log", noListLog] };
-}
-
-/** What the agent behind `log` received on stdin. */
-function received(log: string): RpcMessage[] {
-  return readFileSync(log, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as RpcMessage);
+  const rewrite = `(line) => {
+    if (!line.includes('"agentCapabilities"')) return line;
+    const answer = JSON.parse(line);
+    delete answer.result.agentCapabilities.sessionCapabilities.list;
+    delete answer.result.agentCapabilities.sessionCapabilities.close;
+    return JSON.stringify(answer);
+  }`;
+  return filteredMock(rewrite, "--stdin-log", noListLog);
 }
 
 function receivedFor(log: string, method: string, sessionId: string): RpcMessage[] {

@@ -5,7 +5,7 @@
 export { repoRoot, serverBin, mockAgentBin } from "./paths.js";
 export { startServer, stopChild, type RunningServer, type StartServerOptions } from "./server-process.js";
 export { readSse, type SseEvent } from "./sse.js";
-export { startProxy, type CuttableProxy } from "./proxy.js";
+export { startProxy, type CuttableProxy, type RecordedRequest } from "./proxy.js";
 export { tempDir } from "./temp.js";
 export { processesWith } from "./procs.js";
 export { waitFor } from "./wait.js";

@@ -1,7 +1,10 @@
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 
-/** A TCP proxy in front of a server whose SSE sockets the test can cut without the server knowing why. */
+/**
+ * A TCP proxy in front of a server whose SSE sockets the test can cut without the server knowing
+ * why, and which records what requests went through.
+ */
 export interface CuttableProxy {
   baseUrl: string;
   /** Destroys every socket pair whose latest request is a GET (the SSE streams); returns how many. */
@@ -10,7 +13,29 @@ export interface CuttableProxy {
   freezeStreams(): number;
   /** GET requests seen so far (initial opens plus reconnects). */
   gets(): number;
+  /** Method and headers (lower-case names) of every request that went through, in order. */
+  requests(): RecordedRequest[];
   stop(): Promise<void>;
+}
+
+export interface RecordedRequest {
+  method: string;
+  headers: Record<string, string>;
+  /** When the request head reached the proxy (`Date.now()`). */
+  at: number;
+}
+
+/** The method and headers of a request head at the start of `chunk`, if one starts there. */
+function requestHead(chunk: Buffer): RecordedRequest | undefined {
+  const text = chunk.toString("latin1");
+  const method = /^(GET|POST|DELETE) /.exec(text)?.[1];
+  if (!method) return undefined;
+  const headers: Record<string, string> = {};
+  for (const line of text.split("\r\n\r\n", 1)[0]!.split("\r\n").slice(1)) {
+    const colon = line.indexOf(":");
+    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { method, headers, at: Date.now() };
 }
 
 interface Pair {
@@ -27,6 +52,7 @@ function destroyPair(pair: Pair): void {
 export async function startProxy(targetPort: number): Promise<CuttableProxy> {
   const pairs = new Set<Pair>();
   let gets = 0;
+  const recorded: RecordedRequest[] = [];
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, "127.0.0.1");
     const pair: Pair = { client, upstream, lastMethod: "" };
@@ -40,9 +66,11 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
     upstream.on("error", drop).on("close", drop);
     client.on("data", (chunk: Buffer) => {
       // A request head starts a chunk; bodies of our small POSTs never start with a method name.
-      const method = /^(GET|POST|DELETE) /.exec(chunk.subarray(0, 8).toString("latin1"))?.[1];
-      if (method) pair.lastMethod = method;
-      if (method === "GET") gets += 1;
+      const head = requestHead(chunk);
+      if (!head) return;
+      recorded.push(head);
+      pair.lastMethod = head.method;
+      if (head.method === "GET") gets += 1;
     });
     client.pipe(upstream);
     upstream.pipe(client);
@@ -65,6 +93,7 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
       return streams.length;
     },
     gets: () => gets,
+    requests: () => [...recorded],
     stop: async () => {
       for (const p of pairs) destroyPair(p);
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -19,6 +19,8 @@ export interface StartServerOptions {
    * its last arguments. It must end up exec'ing them, so that the child's pid is the server's.
    */
   wrapper?: string[];
+  /** Runs the server under `ulimit -n` of this many descriptors (soft and hard limit). */
+  nofile?: number;
 }
 
 export interface RunningServer {
@@ -44,7 +46,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     writeFileSync(file, JSON.stringify(options.config));
     args.push("--config", file);
   }
-  const [command, ...commandArgs] = [...(options.wrapper ?? []), process.execPath, ...args];
+  // `exec` keeps the pid: the shell becomes the server (or the wrapper, which must exec it in turn).
+  const nofile =
+    options.nofile === undefined ? [] : ["/bin/sh", "-c", `ulimit -n ${options.nofile} && exec "$0" "$@"`];
+  const [command, ...commandArgs] = [...nofile, ...(options.wrapper ?? []), process.execPath, ...args];
   const child = spawn(command!, commandArgs, {
     env: { ...process.env, SANDBOX_AGENT_DATA_DIR: dataDir, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -67,14 +67,24 @@ export function plan(turn: Turn, entries: string[]): Promise<void> {
   });
 }
 
-export function usage(turn: Turn): Promise<void> {
-  const used = turn.session.history.length * 10;
+export function usage(turn: Turn, tokens: number | undefined): Promise<void> {
+  const used = tokens ?? turn.session.history.length * 10;
   return turn.emit({
     sessionUpdate: "usage_update",
     used,
     size: 200_000,
     cost: { amount: used / 1_000_000, currency: "USD" },
   });
+}
+
+/** Sets the token counts the turn's `PromptResponse.usage` reports (a draft ACP field). */
+export function turnUsage(turn: Turn, input: number, output: number, thought: number | undefined): void {
+  turn.usage = {
+    inputTokens: input,
+    outputTokens: output,
+    ...(thought === undefined ? {} : { thoughtTokens: thought }),
+    totalTokens: input + output + (thought ?? 0),
+  };
 }
 
 export async function title(turn: Turn, text: string): Promise<void> {

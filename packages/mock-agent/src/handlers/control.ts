@@ -1,5 +1,5 @@
 import { RequestError } from "@agentclientprotocol/sdk";
-import { writeStderr } from "../io.js";
+import { closeStdout, writeStderr } from "../io.js";
 import type { Turn } from "../turn.js";
 
 export async function crash(turn: Turn, code: number): Promise<never> {
@@ -10,6 +10,13 @@ export async function crash(turn: Turn, code: number): Promise<never> {
 /** Never finishes on its own; only a cancel ends it. */
 export function hang(turn: Turn): Promise<void> {
   return turn.untilCancelled(new Promise<void>(() => {}));
+}
+
+/** Closes stdout after everything sent so far, then hangs: the process lives on, mute. */
+export async function closeOutput(turn: Turn): Promise<void> {
+  await turn.flush();
+  await closeStdout();
+  return hang(turn);
 }
 
 export function garbage(turn: Turn, text: string): Promise<void> {

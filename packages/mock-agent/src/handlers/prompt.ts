@@ -3,8 +3,10 @@ import {
   type AgentContext,
   type ContentBlock,
   type PromptRequest,
-  type PromptResponse,
+  type StopReason,
 } from "@agentclientprotocol/sdk";
+// The draft schema's PromptResponse: it has the turn's `usage`.
+import type { PromptResponse } from "@agentclientprotocol/sdk/unstable";
 import { parseScript, ScriptError } from "../script.js";
 import type { AgentState } from "../state.js";
 import { Turn, TurnStop } from "../turn.js";
@@ -47,15 +49,19 @@ export async function prompt(
   const turn = new Turn(state, session, client, abort.signal, params.prompt, params._meta);
   try {
     await runScript(turn, commands);
-    return { stopReason: "end_turn" };
+    return response("end_turn", turn);
   } catch (error) {
-    if (error instanceof TurnStop) return { stopReason: error.reason };
+    if (error instanceof TurnStop) return response(error.reason, turn);
     throw error;
   } finally {
     state.turns.delete(session.sessionId);
     session.updatedAt = new Date().toISOString();
     state.store.save(session);
   }
+}
+
+function response(stopReason: StopReason, turn: Turn): PromptResponse {
+  return turn.usage ? { stopReason, usage: turn.usage } : { stopReason };
 }
 
 export function cancel(state: AgentState, sessionId: string): void {

@@ -152,24 +152,26 @@ function runNpm(id: string, dir: string, packages: AgentPackage[], options: Inst
       detached: true,
     });
     const tail: string[] = [];
-    const onLine = (line: string) => {
-      if (line.trim() === "") return;
-      tail.push(line);
-      if (tail.length > OUTPUT_TAIL_LINES) tail.shift();
-      options.onProgress?.(line);
-    };
-    forwardLines(child.stdout!, onLine);
-    forwardLines(child.stderr!, onLine);
     const timer = setTimeout(() => {
       killGroup(child.pid);
       reject(
         installFailed(id, `npm did not finish within ${options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms.`, tail),
       );
     }, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    child.once("error", (error) => {
+    // A spawn error (ENOENT, or EMFILE, which leaves no pipes) is an event, fatal if unheard.
+    child.on("error", (error) => {
       clearTimeout(timer);
       reject(installFailed(id, `Cannot run ${npm}: ${error.message}`, tail));
     });
+    if (!child.stdout || !child.stderr) return;
+    const onLine = (line: string) => {
+      if (line.trim() === "") return;
+      tail.push(line);
+      if (tail.length > OUTPUT_TAIL_LINES) tail.shift();
+      options.onProgress?.(line);
+    };
+    forwardLines(child.stdout, onLine);
+    forwardLines(child.stderr, onLine);
     child.once("close", (code) => {
       clearTimeout(timer);
       if (code === 0) return resolve();

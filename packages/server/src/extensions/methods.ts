@@ -1,10 +1,16 @@
 import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { ConnectionApi } from "../runtime/extension.js";
-import type { JsonRpcId, JsonRpcMessage } from "../runtime/json-rpc.js";
+import { ERRORS, META_KEY, METHODS, type JsonRpcId, type JsonRpcMessage } from "../protocol.js";
 import { absorbSwitch, listModels, switchRequest, type ModelList } from "./models.js";
-import { issuesOf, sessionParams, setMetadataParams, type SetMetadataParams } from "./params.js";
-import { ERRORS, META_KEY, METHODS } from "./protocol.js";
+import {
+  issuesOf,
+  METADATA_LIMITS,
+  metadataOverLimit,
+  sessionParams,
+  setMetadataParams,
+  type SetMetadataParams,
+} from "./params.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
 /** A JSON-RPC error a handler answers with. */
@@ -42,6 +48,30 @@ function parse<T extends z.ZodType>(schema: T, method: string, params: unknown):
       issues: issuesOf(parsed.error),
     });
   return parsed.data;
+}
+
+/** -32602 for metadata over `METADATA_LIMITS`, naming the limit. */
+export function metadataTooLarge(method: string, path: string, why: string): RpcError {
+  const message = `${path} is ${why}`;
+  return new RpcError(ERRORS.invalidParams, `Invalid params for ${method}: ${message}`, {
+    issues: [{ path, message }],
+    limits: METADATA_LIMITS,
+  });
+}
+
+/** `current` with `changes` applied: a shallow merge where `null` removes a key; throws past the limits. */
+function mergedMetadata(
+  current: Record<string, unknown>,
+  changes: Record<string, unknown>,
+): Record<string, unknown> {
+  const merged = { ...current };
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === null) delete merged[key];
+    else merged[key] = value;
+  }
+  const over = metadataOverLimit(merged);
+  if (over) throw metadataTooLarge(METHODS.setMetadata, "metadata", over);
+  return merged;
 }
 
 /** Extension methods act only on sessions this connection's agent created, loaded or resumed. */
@@ -110,11 +140,9 @@ function listModelsOf(ctx: MethodContext, params: unknown): ModelList {
 async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<string, unknown>> {
   const { sessionId, metadata } = parse(setMetadataParams, METHODS.setMetadata, params);
   const record = knownSession(ctx, sessionId);
+  mergedMetadata(record.metadata, metadata); // refused before anything reaches the agent
   await applyToAgent(ctx, sessionId, metadata);
-  for (const [key, value] of Object.entries(metadata)) {
-    if (value === null) delete record.metadata[key];
-    else record.metadata[key] = value;
-  }
+  record.metadata = mergedMetadata(record.metadata, metadata); // again: another call may have run meanwhile
   record.updatedMs = Date.now();
   if ("title" in metadata && !ctx.state.muted.has(sessionId)) announceTitle(ctx, sessionId, record);
   return { _meta: { [META_KEY]: { ...record.metadata } } };
@@ -188,7 +216,12 @@ export function runExtensionMethod(ctx: MethodContext, message: JsonRpcMessage):
   };
   try {
     // Handlers write to the agent before their first await, so ordering with later messages holds.
-    Promise.resolve(entry.handler(ctx, message.params)).then((result) => respond({ result }), fail);
+    Promise.resolve(entry.handler(ctx, message.params))
+      .then((result) => respond({ result }), fail)
+      // Nothing else awaits this chain: an error here would be an unhandled rejection, ending the server.
+      .catch((error: unknown) =>
+        ctx.logger.error("extension method failed", { method: message.method, error: String(error) }),
+      );
   } catch (error) {
     fail(error);
   }

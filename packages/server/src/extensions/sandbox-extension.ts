@@ -1,16 +1,20 @@
 import type { Logger } from "../log.js";
 import type { ConnectionApi, ConnectionExtension } from "../runtime/extension.js";
 import {
+  EXTENSION_PREFIX,
   idKey,
   isObject,
   kindOf,
+  META_KEY,
+  sandboxMetaOf,
   sessionIdOf,
   type JsonRpcId,
   type JsonRpcMessage,
-} from "../runtime/json-rpc.js";
-import { cancelPermissionRequest, runExtensionMethod } from "./methods.js";
+} from "../protocol.js";
+import { cancelPermissionRequest, metadataTooLarge, runExtensionMethod } from "./methods.js";
 import { absorbUpdate } from "./models.js";
-import { advertiseExtensions, EXTENSION_PREFIX, sandboxMetaOf } from "./protocol.js";
+import { metadataOverLimit } from "./params.js";
+import { advertiseExtensions } from "./advertise.js";
 import { fallbackList, mergeIntoAgentList } from "./session-list.js";
 import { ConnectionStates, SessionStore, type ConnectionState } from "./state.js";
 
@@ -48,10 +52,37 @@ export class SandboxExtension implements ConnectionExtension {
       conn.emit({ jsonrpc: "2.0", id: message.id, result });
       return true;
     }
+    if (
+      (CREATES.has(method) || ATTACHES.has(method)) &&
+      kind === "request" &&
+      this.refuseMetadata(message, conn)
+    )
+      return true;
     // Re-attach before the agent replays history, so the replay is delivered.
     const sessionId = sessionIdOf(message);
     if (ATTACHES.has(method) && sessionId !== undefined) state.muted.delete(sessionId);
     return false;
+  }
+
+  /**
+   * `_meta["sandboxagent.dev"]` of a session/new, fork, load or resume is stored with what the
+   * session has already (`adopt`): past the metadata limits the request is answered -32602 here
+   * and never reaches the agent.
+   */
+  private refuseMetadata(message: JsonRpcMessage, conn: ConnectionApi): boolean {
+    const meta = sandboxMetaOf(message.params);
+    if (meta === undefined) return false;
+    const source = sessionIdOf(message);
+    const current = source === undefined ? undefined : this.store.get(conn.agentId, source)?.metadata;
+    const over = metadataOverLimit({ ...current, ...meta });
+    if (over === undefined) return false;
+    const error = metadataTooLarge(message.method!, `_meta.${META_KEY}`, over);
+    conn.emit({
+      jsonrpc: "2.0",
+      id: message.id,
+      error: { code: error.code, message: error.message, data: error.data },
+    });
+    return true;
   }
 
   /** A client answer to a request the server already answered is swallowed, not sent twice. */

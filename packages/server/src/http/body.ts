@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { problems } from "./problem.js";
+import { ProblemError, problems } from "./problem.js";
 
 /** Reads the whole request body, failing with 413 as soon as it passes `limit` bytes. */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -23,6 +23,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // The client went away mid-body (node says "aborted"): nobody may hear it, but it is their error.
     req.once("error", (error: Error) =>
       reject(problems.badRequest(`The request body could not be read completely (${error.message}).`)),
+    );
+    // A request cut short (client gone, or a request timeout) may end with neither: the handler must not wait for ever.
+    req.once("close", () =>
+      reject(
+        new ProblemError(499, "client-closed", "Client Closed Request", "The request body was cut short."),
+      ),
     );
   });
 }

@@ -6,6 +6,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import {
+  constants,
   createServer as createHttp2Server,
   type Http2ServerRequest,
   type Http2ServerResponse,
@@ -13,7 +14,8 @@ import {
 } from "node:http2";
 import type { Socket } from "node:net";
 import { answerClientError } from "./client-error.js";
-import { problems, sendProblem } from "./problem.js";
+import { ProblemError, problems, sendProblem } from "./problem.js";
+import { SocketLimit } from "./socket-limit.js";
 
 declare module "node:http2" {
   // Present at runtime (lib/internal/http2/compat.js) but missing from @types/node 20.
@@ -58,6 +60,17 @@ export interface HandledResponse {
   destroy(): unknown;
 }
 
+export interface ListenerOptions {
+  /** Open client sockets at most (see `SocketLimit`). */
+  maxSockets: number;
+  /** Time for a new socket's first bytes and for a request's headers. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request (headers and body); not the response. */
+  requestTimeoutMs: number;
+  /** An idle HTTP/1.1 keep-alive socket, or an HTTP/2 session with no open stream, is closed after this. */
+  keepAliveTimeoutMs: number;
+}
+
 export interface HttpListener {
   /** The HTTP/1.1 server. It owns the listening socket and hands HTTP/2 connections over. */
   readonly server: Server;
@@ -72,14 +85,31 @@ const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
  * One port, two protocols: HTTP/2 cleartext with prior knowledge (h2c, RFC 9113 §3.3) and
  * HTTP/1.1, told apart by the connection's first bytes and served by the same handler.
  */
-export function createHttpListener(handler: RequestHandler): HttpListener {
-  // A missing Host is answered as a problem by the security checks, not by node's bare 400.
-  const server = createServer({ requireHostHeader: false }, handler);
+export function createHttpListener(handler: RequestHandler, options: ListenerOptions): HttpListener {
+  const { headersTimeoutMs, requestTimeoutMs } = options;
+  // Node 20's requestTimeout runs from a request's first byte until the request (not the response)
+  // is fully received, so SSE responses are not cut; it also ends bodies shorter than their
+  // Content-Length. Node requires headersTimeout <= requestTimeout.
+  const server = createServer(
+    {
+      headersTimeout: Math.min(headersTimeoutMs, requestTimeoutMs),
+      requestTimeout: requestTimeoutMs,
+      // How often both are checked (default 30 s, which would let a timeout run late by as much).
+      // A missing Host is answered as a problem by the security checks, not by node's bare 400.
+      requireHostHeader: false,
+      connectionsCheckingInterval: Math.max(100, Math.min(5_000, headersTimeoutMs / 4)),
+    },
+    handler,
+  );
+  server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.on("clientError", answerClientError);
   const http2 = createHttp2Server();
-  http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) => serveHttp2(req, res, handler));
+  http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) =>
+    serveHttp2(req, res, handler, requestTimeoutMs),
+  );
   const sessions = trackSessions(http2, () => server.keepAliveTimeout);
   const unclassified = new Set<Socket>();
+  const limit = new SocketLimit(options.maxSockets);
 
   // Take over the HTTP server's own connection listener and call it only for HTTP/1 sockets, so
   // the server keeps listening, counting and timing out its connections exactly as before.
@@ -87,11 +117,23 @@ export function createHttpListener(handler: RequestHandler): HttpListener {
   if (serveHttp1 === undefined) throw new Error("node:http server has no connection listener");
   server.removeListener("connection", serveHttp1 as Listener);
   server.on("connection", (socket: Socket) => {
+    const admission = limit.admit(socket);
+    if (admission === "drop") {
+      socket.destroy();
+      return;
+    }
     unclassified.add(socket);
     socket.once("close", () => unclassified.delete(socket));
-    classify(socket, server.headersTimeout, (protocol) => {
+    // A refused socket gets a moment to send its request, so it can be told why.
+    const timeoutMs = admission === "refuse" ? Math.min(headersTimeoutMs, 2_000) : headersTimeoutMs;
+    classify(socket, timeoutMs, (protocol) => {
       unclassified.delete(socket);
+      limit.spoke(socket);
+      if (admission === "refuse") return limit.refuse(socket, protocol);
       if (protocol === "h2") {
+        // node:http accepts sockets half-open (allowHalfOpen); an HTTP/2 session on one never
+        // notices its client left, and its streams (an SSE reader) would stay attached for ever.
+        socket.allowHalfOpen = false;
         http2.emit("connection", socket);
         return;
       }
@@ -167,7 +209,13 @@ function trackSessions(
   return sessions;
 }
 
-function serveHttp2(req: Http2ServerRequest, res: Http2ServerResponse, handler: RequestHandler): void {
+function serveHttp2(
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  handler: RequestHandler,
+  requestTimeoutMs: number,
+): void {
+  boundRequest(req, res, requestTimeoutMs);
   const request: HandledRequest = req;
   const response: HandledResponse = res;
   // The handlers are typed against node:http. The compat objects provide every member they use
@@ -183,4 +231,29 @@ function serveHttp2(req: Http2ServerRequest, res: Http2ServerResponse, handler: 
     req.headers.host = authority;
   }
   handler(http1Req, http1Res);
+}
+
+/**
+ * HTTP/2 has no `requestTimeout`: a stream whose request (body included) is not received within
+ * `ms` gets a 408 problem, or is reset if its response has begun. A response that has begun (an
+ * SSE stream) is not bounded, as with HTTP/1.1.
+ */
+function boundRequest(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
+  if (req.stream.endAfterHeaders) return; // no body: received whole already
+  const timer = setTimeout(() => {
+    if (req.complete || res.headersSent) return;
+    const problem = new ProblemError(
+      408,
+      "request-timeout",
+      "Request Timeout",
+      `The request was not received within ${ms} ms (limits.requestTimeoutMs).`,
+    );
+    sendProblem(res as unknown as ServerResponse, problem);
+    // RFC 9113 §8.1: after a complete response, RST_STREAM NO_ERROR stops the client sending the
+    // rest; with NO_ERROR Node sends it only once the response is flushed.
+    req.stream.close(constants.NGHTTP2_NO_ERROR);
+  }, ms);
+  timer.unref();
+  res.once("close", () => clearTimeout(timer));
+  req.once("end", () => clearTimeout(timer));
 }

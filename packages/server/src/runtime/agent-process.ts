@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { AgentSpec } from "../agents/types.js";
 import { LineSplitter } from "./line-splitter.js";
+import type { OrphanGuard } from "./orphan-guard.js";
 import { TextRing } from "./ring-buffer.js";
 
 export interface AgentExit {
@@ -8,6 +9,8 @@ export interface AgentExit {
   signal: NodeJS.Signals | null;
   /** Set when the process could not be started at all (e.g. ENOENT). */
   spawnError?: string;
+  /** The errno code of `spawnError` (`ENOENT`, `EMFILE`, `EAGAIN`…). */
+  spawnErrorCode?: string;
   stderrTail: string;
 }
 
@@ -17,10 +20,19 @@ export interface AgentProcessOptions {
   maxLineBytes: number;
   onLine: (line: string) => void;
   onOversizeLine: (bytes: number) => void;
+  /** The agent closed its stdout but did not exit: no answer can come any more. */
+  onOutputClosed: () => void;
   onStderr?: (text: string) => void;
+  /** Kills the agent's group if the server dies without stopping it. */
+  guard?: OrphanGuard;
 }
 
 const STDERR_RING_CHARS = 64 * 1024;
+/**
+ * An agent that exits closes its stdout a moment before its exit is reported; one that closed
+ * stdout and still runs after this long is broken (it can never answer again).
+ */
+const OUTPUT_CLOSED_GRACE_MS = 500;
 
 /**
  * One agent child process speaking NDJSON over stdio, in its own process group so that DELETE
@@ -28,47 +40,85 @@ const STDERR_RING_CHARS = 64 * 1024;
  */
 export class AgentProcess {
   readonly exited: Promise<AgentExit>;
-  private readonly child: ChildProcess;
+  private readonly child: ChildProcess | undefined;
   private readonly stderr = new TextRing(STDERR_RING_CHARS);
   private exitInfo: AgentExit | undefined;
+  private finish!: (info: Omit<AgentExit, "stderrTail">) => void;
+  private discarding = false;
 
   constructor(spec: AgentSpec, options: AgentProcessOptions) {
-    this.child = spawn(spec.command, spec.args ?? [], {
-      cwd: spec.cwd ?? options.cwd,
-      env: options.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: true,
+    this.exited = new Promise((resolve) => {
+      this.finish = (info) => {
+        if (this.exitInfo) return;
+        this.exitInfo = { ...info, stderrTail: this.stderr.tail(4096) };
+        if (this.child?.pid !== undefined) options.guard?.remove(this.child.pid);
+        resolve(this.exitInfo);
+      };
     });
+    this.child = this.start(spec, options);
+  }
+
+  /** Spawns the agent; spawn failures (ENOENT, EMFILE…) resolve `exited` with `spawnError`, never throw. */
+  private start(spec: AgentSpec, options: AgentProcessOptions): ChildProcess | undefined {
+    const spawnFailed = (error: unknown) => {
+      const e = error as NodeJS.ErrnoException;
+      this.finish({ code: null, signal: null, spawnError: e.message, spawnErrorCode: e.code });
+    };
+    let child: ChildProcess;
+    try {
+      child = spawn(spec.command, spec.args ?? [], {
+        cwd: spec.cwd ?? options.cwd,
+        env: options.env,
+        stdio: ["pipe", "pipe", "pipe"],
+        detached: true,
+      });
+    } catch (error) {
+      spawnFailed(error);
+      return undefined;
+    }
+    // A spawn error arrives as an event, and so may a failed kill: with no listener either would
+    // be thrown out of the event loop and end the server.
+    child.on("error", (error) => {
+      if (child.pid === undefined) spawnFailed(error);
+    });
+    const { stdin, stdout, stderr } = child;
+    // Out of descriptors (EMFILE), Node cannot even make the pipes: "error" follows on the next tick.
+    if (!stdin || !stdout || !stderr || child.pid === undefined) return child;
+    options.guard?.add(child.pid);
     const splitter = new LineSplitter(options.maxLineBytes, options.onLine, options.onOversizeLine);
-    this.child.stdout!.on("data", (chunk: Buffer) => splitter.push(chunk));
-    this.child.stderr!.setEncoding("utf8").on("data", (text: string) => {
+    stdout.on("data", (chunk: Buffer) => {
+      if (!this.discarding) splitter.push(chunk);
+    });
+    stdout.once("end", () => this.outputEnded(options.onOutputClosed));
+    stderr.setEncoding("utf8").on("data", (text: string) => {
       this.stderr.push(text);
       options.onStderr?.(text);
     });
-    // EPIPE on a dead agent's stdin is reported through `exited`, not as an uncaught error.
-    this.child.stdin!.on("error", () => {});
-    this.exited = new Promise((resolve) => {
-      const finish = (info: Omit<AgentExit, "stderrTail">) => {
+    // Pipe errors (EPIPE on a dead agent's stdin…) are reported through `exited`.
+    for (const pipe of [stdin, stdout, stderr]) pipe.on("error", () => {});
+    // "close" fires after stdout is fully read, so every line the agent wrote is delivered before the exit.
+    child.once("close", (code, signal) => this.finish({ code, signal }));
+    // A grandchild holding stdout open would delay "close" forever: give it a moment, then stop waiting.
+    child.once("exit", (code, signal) => {
+      setTimeout(() => {
         if (this.exitInfo) return;
-        this.exitInfo = { ...info, stderrTail: this.stderr.tail(4096) };
-        resolve(this.exitInfo);
-      };
-      this.child.once("error", (error) => finish({ code: null, signal: null, spawnError: error.message }));
-      // "close" fires after stdout is fully read, so every line the agent wrote is delivered before the exit.
-      this.child.once("close", (code, signal) => finish({ code, signal }));
-      // A grandchild holding stdout open would delay "close" forever: give it a moment, then stop waiting.
-      this.child.once("exit", (code, signal) => {
-        setTimeout(() => {
-          if (this.exitInfo) return;
-          this.signalGroup("SIGKILL");
-          finish({ code, signal });
-        }, 2000).unref();
-      });
+        this.signalGroup("SIGKILL");
+        this.finish({ code, signal });
+      }, 2000).unref();
     });
+    return child;
+  }
+
+  private outputEnded(onOutputClosed: () => void): void {
+    setTimeout(() => {
+      const child = this.child;
+      if (this.exitInfo || !child || child.exitCode !== null || child.signalCode !== null) return;
+      onOutputClosed();
+    }, OUTPUT_CLOSED_GRACE_MS).unref();
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.child?.pid;
   }
 
   get hasExited(): boolean {
@@ -81,8 +131,8 @@ export class AgentProcess {
 
   /** Writes one message line; resolves once the pipe has room again (stdin backpressure). */
   write(line: string): Promise<void> {
-    const stdin = this.child.stdin!;
-    if (this.exitInfo || !stdin.writable) return Promise.resolve();
+    const stdin = this.child?.stdin;
+    if (this.exitInfo || !stdin?.writable) return Promise.resolve();
     if (stdin.write(line + "\n")) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
@@ -96,18 +146,23 @@ export class AgentProcess {
   }
 
   pauseOutput(): void {
-    this.child.stdout!.pause();
+    this.child?.stdout?.pause();
   }
 
   resumeOutput(): void {
-    this.child.stdout!.resume();
+    this.child?.stdout?.resume();
   }
 
-  /** Closes stdin, then SIGTERM, then SIGKILL to the whole process group, each after `graceMs`. */
-  /** Stops the agent gently: stdin closed, then SIGTERM, then SIGKILL, `graceMs` apart. */
+  /** Reads and drops the rest of the agent's output (the connection gave up on it), so it can exit. */
+  discardOutput(): void {
+    this.discarding = true;
+    this.resumeOutput();
+  }
+
+  /** Stops the agent gently: stdin closed, then SIGTERM, then SIGKILL, `graceMs` apart, to the whole group. */
   async terminate(graceMs: number): Promise<AgentExit> {
     if (this.exitInfo) return this.exitInfo;
-    this.child.stdin!.end();
+    this.child?.stdin?.end();
     const steps: Array<NodeJS.Signals | undefined> = [undefined, "SIGTERM", "SIGKILL"];
     for (const signal of steps) {
       if (signal) this.signalGroup(signal);
@@ -124,11 +179,16 @@ export class AgentProcess {
    */
   async kill(graceMs: number): Promise<AgentExit> {
     if (this.exitInfo) return this.exitInfo;
-    this.child.stdin!.end();
+    this.child?.stdin?.end();
     this.signalGroup("SIGTERM");
     await this.exitsWithin(graceMs);
     this.signalGroup("SIGKILL");
     return this.exited;
+  }
+
+  /** SIGKILL to the group now (a hurried shutdown); `kill`/`terminate` under way then finish at once. */
+  hurry(): void {
+    if (!this.exitInfo) this.signalGroup("SIGKILL");
   }
 
   private exitsWithin(ms: number): Promise<boolean> {
@@ -136,7 +196,7 @@ export class AgentProcess {
   }
 
   private signalGroup(signal: NodeJS.Signals): void {
-    const pid = this.child.pid;
+    const pid = this.child?.pid;
     if (pid === undefined) return;
     try {
       process.kill(-pid, signal);

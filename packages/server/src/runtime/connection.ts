@@ -1,14 +1,25 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { ServerResponse } from "node:http";
 import type { AgentDefinition } from "../agents/types.js";
 import { shortId, type Logger } from "../log.js";
 import { AgentProcess, type AgentExit } from "./agent-process.js";
 import { textChunkSession } from "./content-chunk.js";
+import {
+  errorResponse,
+  idKey,
+  isObject,
+  kindOf,
+  METHODS,
+  type JsonRpcId,
+  type JsonRpcMessage,
+} from "../protocol.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
-import { errorResponse, idKey, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "./json-rpc.js";
 import type { RuntimeLimits } from "./options.js";
-import { SseStream } from "./sse-stream.js";
+import type { OrphanGuard } from "./orphan-guard.js";
+import { Outbound, type OutboundReader, type ReaderListener } from "./outbound.js";
+
+export type { EventBatch } from "./event-log.js";
+export type { OutboundReader, ReaderListener } from "./outbound.js";
 
 export type ConnectionState = "initializing" | "open" | "ended" | "closed";
 
@@ -23,9 +34,35 @@ export class InitializeError extends Error {
   }
 }
 
+/**
+ * Why the server itself ends a connection, and what pending requests are told. The connection
+ * then answers 410 with the reason, as after an agent exit.
+ */
+const SERVER_ENDS = {
+  message_too_large:
+    "The agent wrote a message over the server's maxMessageBytes; the server closed the connection.",
+  output_stalled:
+    "The client read none of the connection's output for stallMs; the server closed the connection.",
+  idle: "The connection had no reader and no requests for idleMs; the server closed it.",
+  agent_stdout_closed: "The agent closed its output without exiting; the server stopped it.",
+  internal_error: "The server failed while handling this connection and closed it (see the server log).",
+  shutdown: "The server is shutting down.",
+} as const;
+
+export type ServerEndReason = keyof typeof SERVER_ENDS;
+
+/** How a connection ended (agent exit or a server decision), as told to the client. */
+export interface ConnectionEnd {
+  /** `agent_exited` or a `ServerEndReason`. */
+  reason: string;
+  /** The error message of every request that was pending. */
+  message: string;
+  /** The error's `data` and the fields of `_sandboxagent/session/ended` (with `reason`). */
+  data: Record<string, unknown>;
+}
+
 const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
-const WRITE_BATCH_BYTES = 64 * 1024;
 
 export interface ConnectionOptions {
   agent: AgentDefinition;
@@ -34,14 +71,17 @@ export interface ConnectionOptions {
   limits: RuntimeLimits;
   logger: Logger;
   extensions: ConnectionExtension[];
+  /** Kills the agent's process group if the server dies without stopping it. */
+  guard?: OrphanGuard;
   /** Called once the connection is closed for good, so the registry can forget it. */
   onClosed: (conn: Connection) => void;
 }
 
 /**
  * One ACP connection: one agent process, one ordered outbound event log with replay, and at most
- * one SSE reader. Messages are forwarded verbatim in both directions; the server only reads the
- * envelope (`id`, `method`) to track pending requests.
+ * one reader of it (`openReader`; the transport turns it into a stream). Messages are forwarded
+ * verbatim in both directions; the server only reads the envelope (`id`, `method`) to track
+ * pending requests. Nothing here knows HTTP.
  */
 export class Connection implements ConnectionApi {
   readonly id = randomUUID();
@@ -52,47 +92,106 @@ export class Connection implements ConnectionApi {
   state: ConnectionState = "initializing";
   lastActivity = Date.now();
   exit: AgentExit | undefined;
+  /** Set once the connection ended: the agent exited, or the server ended it. */
+  ending: ConnectionEnd | undefined;
   /** The `protocolVersion` the agent answered to initialize. */
   protocolVersion: number | undefined;
 
-  private readonly log: EventLog;
+  private readonly outbound: Outbound;
   private readonly agent: AgentProcess;
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
   private readonly pendingAgent = new Set<string>();
   /** Requests extensions sent to the agent (`request()`); their responses never reach the client. */
   private readonly pendingServer = new Map<string, (response: JsonRpcMessage) => void>();
   private serverRequestSeq = 0;
-  private stream: SseStream | undefined;
-  private readonly sessionStreams = new Set<SseStream>();
   private initWaiter: { key: string; resolve: (m: JsonRpcMessage) => void } | undefined;
-  private pumpScheduled = false;
-  private outputPaused = false;
-  private stallTimer: NodeJS.Timeout | undefined;
   private endedTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  private markClosed!: () => void;
+  /** Resolves once the connection is closed for good (streams bound to it end then). */
+  readonly whenClosed = new Promise<void>((resolve) => (this.markClosed = resolve));
   /** Whether text chunks may skip JSON.parse: no extension needs them parsed. */
   private readonly textChunkFastPath: boolean;
 
   constructor(private readonly options: ConnectionOptions) {
     this.agentId = options.agent.id;
     this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
-    this.log = new EventLog(options.limits);
+    const { limits } = options;
+    this.outbound = new Outbound(new EventLog(limits), {
+      maxBufferedBytes: limits.maxBufferedBytes,
+      stallMs: limits.stallMs,
+      pause: () => this.agent.pauseOutput(),
+      resume: () => this.agent.resumeOutput(),
+      stalled: (pending) => {
+        this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
+        this.safely("stall", () => this.abandon("output_stalled", { stallMs: limits.stallMs }));
+      },
+      readerChanged: () => (this.lastActivity = Date.now()),
+    });
     this.agent = new AgentProcess(options.agent.spec, {
       env: options.env,
       cwd: options.cwd,
       maxLineBytes: options.limits.maxMessageBytes,
-      onLine: (line) => this.onAgentLine(line),
+      guard: options.guard,
+      onLine: (line) => {
+        // A callback of the agent's stdout: an exception must fail this connection, not the server.
+        try {
+          this.onAgentLine(line);
+        } catch (error) {
+          this.failed("agent output", error);
+        }
+      },
       onOversizeLine: (bytes) => {
         this.logger.error("agent wrote a line over the message limit; closing", {
           connection: shortId(this.id),
           bytes,
         });
-        void this.close("message_too_large");
+        this.safely("oversize line", () =>
+          this.abandon("message_too_large", { maxMessageBytes: options.limits.maxMessageBytes }),
+        );
+      },
+      onOutputClosed: () => {
+        this.logger.warn("agent closed stdout but did not exit; stopping it", {
+          connection: shortId(this.id),
+        });
+        this.safely("stdout closed", () =>
+          this.abandon("agent_stdout_closed", { stderrTail: this.agent.stderrTail(4096) }),
+        );
       },
       onStderr: (text) =>
         this.logger.debug("agent stderr", { connection: shortId(this.id), text: text.slice(0, 500) }),
     });
-    void this.agent.exited.then((exit) => this.onAgentExit(exit));
+    void this.agent.exited
+      .then((exit) => this.onAgentExit(exit))
+      .catch((error: unknown) => this.failed("agent exit", error));
+  }
+
+  /** Runs a rare callback (a timer, an agent stream event) so that an exception fails only this connection. */
+  private safely(during: string, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.failed(during, error);
+    }
+  }
+
+  /**
+   * An unexpected exception in a callback of the agent's streams or of a timer, which would
+   * otherwise leave the event loop and end the server: it is logged, and fails this connection
+   * only (pending requests get an `internal_error`).
+   */
+  private failed(during: string, error: unknown): void {
+    this.logger.error("unexpected error; closing the connection", {
+      connection: shortId(this.id),
+      during,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    });
+    try {
+      this.abandon("internal_error");
+    } catch (again) {
+      this.logger.error("could not end the connection cleanly", { error: String(again) });
+      void this.close("internal_error");
+    }
   }
 
   private get logger(): Logger {
@@ -104,7 +203,7 @@ export class Connection implements ConnectionApi {
   }
 
   get hasReader(): boolean {
-    return this.stream !== undefined;
+    return this.outbound.hasReader;
   }
 
   /** Sends `initialize` and resolves with the agent's response (extensions applied). */
@@ -150,6 +249,7 @@ export class Connection implements ConnectionApi {
         for (const ext of this.options.extensions) ext.initializeResult?.(message.result, this);
       }
       this.state = "open";
+      this.lastActivity = Date.now(); // idle time counts from here, not from the spawn
       return message;
     } catch (error) {
       void this.close("initialize_failed");
@@ -189,7 +289,24 @@ export class Connection implements ConnectionApi {
   }
 
   emit(message: JsonRpcMessage): void {
-    this.append(JSON.stringify(message));
+    let line: string;
+    try {
+      line = JSON.stringify(message);
+    } catch (error) {
+      // E.g. an agent's error nested too deep to copy into an answer: the request fails, it does not hang.
+      this.logger.error("could not serialize a message for the client", {
+        connection: shortId(this.id),
+        error: String(error),
+      });
+      const id = message.id;
+      if (typeof id !== "string" && typeof id !== "number") return;
+      line = JSON.stringify(
+        errorResponse(id, -32603, "Internal error: the answer could not be serialized.", {
+          reason: "unserializable",
+        }),
+      );
+    }
+    this.append(line);
   }
 
   forward(message: JsonRpcMessage): Promise<void> {
@@ -208,49 +325,27 @@ export class Connection implements ConnectionApi {
     this.sessionIds.delete(sessionId);
   }
 
-  /**
-   * Validates a `Last-Event-ID` cursor: its sequence number, `undefined` for none, or an error
-   * kind for malformed (400) and unknown, foreign or evicted (410) cursors.
-   */
-  resolveCursor(lastEventId: string | undefined): number | undefined | "malformed" | "gone" {
-    if (lastEventId === undefined) return undefined;
-    const m = /^([0-9a-f]{8})\.(\d{1,15})$/.exec(lastEventId);
-    if (!m) return "malformed";
-    const seq = Number(m[2]);
-    if (m[1] !== this.epoch || seq > this.log.lastSeq || seq < this.log.oldestCursor) return "gone";
-    return seq;
+  /** The oldest cursor a reader may still resume from. */
+  get oldestCursor(): number {
+    return this.outbound.log.oldestCursor;
   }
 
-  /** Whether the agent is gone and a reader at `cursor` (default: never-written events) has nothing left to get. */
+  /** Whether a reader may resume after event `seq` (it was sent, and is still kept for replay). */
+  canReplayFrom(seq: number): boolean {
+    return this.outbound.canReplayFrom(seq);
+  }
+
+  /** Whether the connection ended and a reader at `cursor` (default: never-read events) has nothing left to get. */
   drained(cursor: number | undefined): boolean {
-    return this.state === "ended" && (cursor ?? this.log.writtenSeq) >= this.log.lastSeq;
+    return this.state === "ended" && this.outbound.drained(cursor);
   }
 
-  /** Attaches the connection's SSE reader; a reconnect with a cursor takes over from the old one. */
-  attach(res: ServerResponse, cursor: number | undefined): void {
-    this.lastActivity = Date.now();
-    const stream = this.newStream(res);
-    this.stream?.end();
-    this.stream = stream;
-    stream.start(cursor ?? this.log.writtenSeq, `${this.epoch}.${cursor ?? this.log.writtenSeq}`);
-    stream.onClose(() => {
-      if (this.stream === stream) this.stream = undefined;
-      this.lastActivity = Date.now();
-    });
-    this.pump();
-  }
-
-  /** Session-scoped GETs (the SDK's `createHttpStream` opens one per session) stay idle: everything goes on the connection stream. */
-  attachSessionStream(res: ServerResponse): void {
-    const stream = this.newStream(res);
-    this.sessionStreams.add(stream);
-    stream.start(this.log.writtenSeq, undefined);
-    stream.onClose(() => this.sessionStreams.delete(stream));
-  }
-
-  private newStream(res: ServerResponse): SseStream {
-    const { keepAliveMs, retryMs } = this.options.limits;
-    return new SseStream(res, { keepAliveMs, retryMs, onDrain: () => this.pump() });
+  /**
+   * Opens the connection's reader at `cursor` (default: the events no reader received yet); a
+   * reader that is already open ends (a reconnect with a cursor takes over).
+   */
+  openReader(cursor: number | undefined, listener: ReaderListener): OutboundReader {
+    return this.outbound.openReader(cursor, listener);
   }
 
   /** Closes the connection and stops its agent; later calls wait for the same stop. */
@@ -259,10 +354,34 @@ export class Connection implements ConnectionApi {
     return this.closing;
   }
 
-  /** Closes the connection if it is not yet, and stops the agent now rather than gently. */
+  /**
+   * The server gives up on the connection: pending requests fail with the reason (delivered
+   * before the stream ends), the id answers 410 with it for `endedRetentionMs`, and the agent is
+   * stopped gently with its output discarded.
+   */
+  abandon(reason: ServerEndReason, data: Record<string, unknown> = {}): void {
+    if (this.state === "initializing") {
+      void this.close(reason); // the initialize fails: the agent is stopped
+      return;
+    }
+    this.end({ reason, message: SERVER_ENDS[reason], data });
+    this.agent.discardOutput();
+    void this.agent.terminate(this.options.limits.killGraceMs);
+  }
+
+  /** Server shutdown: pending requests fail, the connection closes, and the agent is stopped now rather than gently. */
   async shutdown(): Promise<void> {
-    void this.close("shutdown");
+    try {
+      this.end({ reason: "shutdown", message: SERVER_ENDS.shutdown, data: {} });
+    } finally {
+      void this.close("shutdown");
+    }
     await this.agent.kill(this.options.limits.killGraceMs);
+  }
+
+  /** A hurried shutdown: SIGKILL to the agent's group now. */
+  hurry(): void {
+    this.agent.hurry();
   }
 
   /** Resolves when the agent process is gone, whether it exited or was stopped. */
@@ -273,13 +392,21 @@ export class Connection implements ConnectionApi {
   private async closeOnce(reason: string): Promise<void> {
     const previous = this.state;
     this.state = "closed";
-    if (previous === "open") for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
-    this.logger.info("connection closed", { connection: shortId(this.id), reason });
-    clearTimeout(this.stallTimer);
-    clearTimeout(this.endedTimer);
-    this.stream?.end();
-    for (const s of this.sessionStreams) s.end();
-    this.options.onClosed(this);
+    try {
+      this.logger.info("connection closed", { connection: shortId(this.id), reason });
+      clearTimeout(this.endedTimer);
+      this.options.onClosed(this);
+      this.outbound.close();
+      this.markClosed();
+      if (previous === "open")
+        for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
+    } catch (error) {
+      // Nothing awaits a close: a failure here must neither escape as an unhandled rejection nor keep the agent running.
+      this.logger.error("error while closing a connection", {
+        connection: shortId(this.id),
+        error: String(error),
+      });
+    }
     await this.agent.terminate(this.options.limits.killGraceMs);
   }
 
@@ -304,7 +431,7 @@ export class Connection implements ConnectionApi {
       });
       this.emit({
         jsonrpc: "2.0",
-        method: "_sandboxagent/agent/unparsed",
+        method: METHODS.unparsed,
         params: { line: line.slice(0, 4096), truncated: line.length > 4096, error: (error as Error).message },
       });
       return;
@@ -313,7 +440,7 @@ export class Connection implements ConnectionApi {
       if (idKey(message.id) === this.initWaiter.key) return this.initWaiter.resolve(message);
     }
     const routed = this.routeAgentMessage(message);
-    if (routed !== null) this.append(routed ?? line);
+    if (routed !== null) this.append(routed ?? withoutRawCarriageReturns(line));
   }
 
   /** Bookkeeping for one agent message; returns a re-serialized line when an extension changed it, null to drop it. */
@@ -334,7 +461,7 @@ export class Connection implements ConnectionApi {
       let changed = false;
       for (const ext of this.options.extensions)
         changed = ext.agentResponse?.(message, request, this) || changed;
-      return changed ? JSON.stringify(message) : undefined;
+      return changed ? this.reserialize(message) : undefined;
     }
     let dropped = false;
     for (const ext of this.options.extensions)
@@ -342,6 +469,20 @@ export class Connection implements ConnectionApi {
     if (dropped) return null;
     if (kind === "request") this.pendingAgent.add(idKey(message.id as JsonRpcId));
     return undefined;
+  }
+
+  /** An agent message an extension changed; as the agent wrote it if it is too deep to serialize again. */
+  private reserialize(message: JsonRpcMessage): string | undefined {
+    try {
+      return JSON.stringify(message);
+    } catch (error) {
+      this.logger.warn("forwarding an agent message unchanged: it cannot be serialized again", {
+        connection: shortId(this.id),
+        method: message.method,
+        error: String(error),
+      });
+      return undefined;
+    }
   }
 
   private trackSession(request: JsonRpcMessage, response: JsonRpcMessage): void {
@@ -360,84 +501,63 @@ export class Connection implements ConnectionApi {
   }
 
   private append(data: string): void {
-    if (this.state === "closed") return;
-    this.log.append(data);
-    this.updateBackpressure();
-    if (!this.pumpScheduled) {
-      this.pumpScheduled = true;
-      // Lines parsed from one stdout chunk arrive synchronously: coalesce them into one socket write.
-      queueMicrotask(() => {
-        this.pumpScheduled = false;
-        this.pump();
-      });
-    }
-  }
-
-  private pump(): void {
-    const stream = this.stream;
-    if (stream) {
-      while (stream.ready) {
-        const batch = this.log.after(stream.cursor, WRITE_BATCH_BYTES);
-        if (batch.data.length === 0) break;
-        stream.writeEvents(this.epoch, batch);
-        this.log.markWritten(stream.cursor);
-      }
-      if (stream.ready && this.state === "ended" && stream.cursor >= this.log.lastSeq) stream.end();
-    }
-    this.updateBackpressure();
-  }
-
-  private updateBackpressure(): void {
-    const { maxBufferedBytes, stallMs } = this.options.limits;
-    const pending = this.log.unwrittenBytes;
-    if (!this.outputPaused && pending > maxBufferedBytes) {
-      this.outputPaused = true;
-      this.agent.pauseOutput();
-    } else if (this.outputPaused && pending <= maxBufferedBytes / 2) {
-      this.outputPaused = false;
-      this.agent.resumeOutput();
-    }
-    if (this.outputPaused) {
-      // Restarted on every call that made progress; fires only when the reader stays stuck.
-      clearTimeout(this.stallTimer);
-      this.stallTimer = setTimeout(() => {
-        this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
-        void this.close("output_stalled");
-      }, stallMs);
-      this.stallTimer.unref();
-    } else if (this.stallTimer) {
-      clearTimeout(this.stallTimer);
-      this.stallTimer = undefined;
-    }
+    if (this.state !== "closed") this.outbound.append(data);
   }
 
   private onAgentExit(exit: AgentExit): void {
     this.exit = exit;
-    for (const [key, resolve] of this.pendingServer)
-      resolve(errorResponse(key.slice(2), -32603, "The agent process exited before answering."));
+    this.failServerRequests("The agent process exited before answering.");
+    if (this.state === "open")
+      this.logger.info("agent exited", {
+        connection: shortId(this.id),
+        code: exit.code,
+        signal: exit.signal,
+      });
+    this.end({
+      reason: "agent_exited",
+      message: "The agent process exited before answering.",
+      data: { exitCode: exit.code, signal: exit.signal, stderrTail: exit.stderrTail },
+    });
+  }
+
+  private failServerRequests(message: string): void {
+    for (const [key, resolve] of this.pendingServer) resolve(errorResponse(key.slice(2), -32603, message));
     this.pendingServer.clear();
+  }
+
+  /**
+   * The agent is gone for good, or the server ended the connection: every pending client request
+   * gets a JSON-RPC error saying why, each session a `_sandboxagent/session/ended`, then the stream
+   * ends once drained and the id answers 410 for `endedRetentionMs`.
+   */
+  private end(ending: ConnectionEnd): void {
     if (this.state !== "open") return;
     this.state = "ended";
-    this.logger.info("agent exited", { connection: shortId(this.id), code: exit.code, signal: exit.signal });
-    const data = {
-      reason: "agent_exited",
-      exitCode: exit.code,
-      signal: exit.signal,
-      stderrTail: exit.stderrTail,
-    };
+    const data = { reason: ending.reason, ...ending.data };
+    this.ending = { ...ending, data };
+    this.failServerRequests(ending.message);
     for (const request of this.pendingClient.values()) {
-      this.emit(
-        errorResponse(request.id as JsonRpcId, -32603, "The agent process exited before answering.", data),
-      );
+      this.emit(errorResponse(request.id as JsonRpcId, -32603, ending.message, data));
     }
     this.pendingClient.clear();
-    for (const ext of this.options.extensions) ext.sessionsEnded?.(this, exit);
+    for (const ext of this.options.extensions) ext.sessionsEnded?.(this, this.exit);
     const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
     for (const sessionId of sessions) {
-      this.emit({ jsonrpc: "2.0", method: "_sandboxagent/session/ended", params: { sessionId, ...data } });
+      this.emit({ jsonrpc: "2.0", method: METHODS.ended, params: { sessionId, ...data } });
     }
-    this.pump();
+    this.outbound.end();
     this.endedTimer = setTimeout(() => void this.close("ended"), this.options.limits.endedRetentionMs);
     this.endedTimer.unref();
   }
+}
+
+/**
+ * Event data must stay one SSE line: SSE readers end a line at CR, LF or CRLF, so a raw CR would
+ * cut the message in two and lose it. Agent lines are split at LF already, and a raw CR can only
+ * sit in valid JSON as whitespace between tokens (inside a string it must be escaped), so removing
+ * it changes the bytes, never the message. Fast-path lines (`content-chunk.ts`) and the server's
+ * own JSON.stringify output never contain one; U+2028/2029 are no line breaks to SSE.
+ */
+function withoutRawCarriageReturns(line: string): string {
+  return line.includes("\r") ? line.replaceAll("\r", "") : line;
 }

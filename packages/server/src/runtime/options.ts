@@ -1,4 +1,4 @@
-/** Tunables of the ACP runtime; every one is a CLI flag or config key. */
+/** Tunables of the server; every one is a key of the config file's `limits`. */
 export interface RuntimeLimits {
   /** Largest POST body. */
   maxBodyBytes: number;
@@ -21,11 +21,23 @@ export interface RuntimeLimits {
   initializeTimeoutMs: number;
   /** Grace between stdin close, SIGTERM and SIGKILL. */
   killGraceMs: number;
-  /** How long an ended connection (agent exited) stays readable before its id answers 404. */
+  /** How long an ended connection (agent exited, or closed by the server) answers 410 before its id answers 404. */
   endedRetentionMs: number;
+  /** Live ACP connections, that is agent processes (starting, running or still stopping); beyond it `initialize` is a 503. */
+  maxConnections: number;
+  /** Open client sockets (HTTP/1.1 and HTTP/2); beyond it a new socket gets a 503 and is closed. */
+  maxSockets: number;
+  /** Time for a new socket to send its first bytes, and for any request to send its headers (408 after). */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, headers and body (408 after); responses such as SSE streams are not bounded. */
+  requestTimeoutMs: number;
 }
 
-export const DEFAULT_LIMITS: RuntimeLimits = {
+/** Limits whose default depends on the machine: derived from the descriptor limit at start (`descriptors.ts`). */
+export type DescriptorLimit = "maxConnections" | "maxSockets";
+
+/** Defaults of every limit but those derived from the descriptor limit. */
+export const DEFAULT_LIMITS: Omit<RuntimeLimits, DescriptorLimit> = {
   maxBodyBytes: 16 * 1024 * 1024,
   maxMessageBytes: 32 * 1024 * 1024,
   maxBufferedBytes: 16 * 1024 * 1024,
@@ -38,4 +50,13 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   initializeTimeoutMs: 60_000,
   killGraceMs: 2_000,
   endedRetentionMs: 60_000,
+  headersTimeoutMs: 30_000,
+  requestTimeoutMs: 300_000,
 };
+
+/** Every key of `RuntimeLimits`, for the config file's schema. */
+export const LIMIT_NAMES: ReadonlyArray<keyof RuntimeLimits> = [
+  ...(Object.keys(DEFAULT_LIMITS) as Array<keyof typeof DEFAULT_LIMITS>),
+  "maxConnections",
+  "maxSockets",
+];

@@ -1,12 +1,13 @@
-import type { AgentDefinition } from "../agents/types.js";
+import type { Launch } from "../agents/launch.js";
 import { accepts, isJsonContentType, readBody } from "../http/body.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
+import { unavailable } from "../http/unavailable.js";
 import type { Logger } from "../log.js";
 import { InitializeError, type Connection } from "../runtime/connection.js";
-import type { ConnectionRegistry } from "../runtime/connections.js";
+import { ConnectionRefused, type ConnectionRegistry } from "../runtime/connections.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
-import { isObject, kindOf, sessionIdOf, type JsonRpcMessage } from "../runtime/json-rpc.js";
+import { kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
 import type { RuntimeLimits } from "../runtime/options.js";
 import {
   connectionIdHeaders,
@@ -17,13 +18,7 @@ import {
   sessionHeaderOf,
 } from "./headers.js";
 import { parseMessage } from "./parse-message.js";
-
-/** What a connection needs to start: the agent, its environment and working directory. */
-export interface Launch {
-  agent: AgentDefinition;
-  env: Record<string, string>;
-  cwd?: string;
-}
+import { cursorOf, idleStream, streamConnection } from "./sse.js";
 
 export interface RpcDeps {
   connections: ConnectionRegistry;
@@ -68,9 +63,7 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
     );
   }
   const conn = lookup(deps, id);
-  if (conn.state === "ended") {
-    throw problems.gone("The agent process has exited; start a new connection.", { exit: conn.exit ?? null });
-  }
+  if (conn.state === "ended") throw endedProblem(conn);
   checkSessionHeader(sessionHeaderOf(req), message);
   checkProtocolVersion(protocolVersionHeaderOf(req), conn);
   if (kindOf(message) === "request" && conn.isPending(message.id!)) {
@@ -97,21 +90,53 @@ function checkProtocolVersion(header: string | undefined, conn: Connection): voi
   }
 }
 
+/** 410 for a connection that ended: why (agent exit, or the server's reason) and the exit details. */
+function endedProblem(conn: Connection, more = ""): ProblemError {
+  const ending = conn.ending;
+  const detail =
+    ending === undefined || ending.reason === "agent_exited"
+      ? "The agent process has exited; start a new connection."
+      : `${ending.message} Start a new connection.`;
+  return problems.gone(detail + more, { reason: ending?.reason ?? "agent_exited", exit: conn.exit ?? null });
+}
+
+function refusedProblem(error: ConnectionRefused): ProblemError {
+  return error.kind === "full"
+    ? unavailable(error.message, { limit: error.limit })
+    : unavailable(error.message, { reason: "shutting_down" });
+}
+
+/** Spawn errors that say the machine is out of something for now: descriptors, processes, memory. */
+const RESOURCE_ERRORS = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);
+
 async function initialize(
   res: HttpContext["res"],
   deps: RpcDeps,
   message: JsonRpcMessage,
   line: string,
 ): Promise<void> {
+  const create = (launch: Launch, extensions: ConnectionExtension[]): Connection => {
+    try {
+      return deps.connections.create({
+        agent: launch.agent,
+        env: launch.env,
+        cwd: launch.cwd,
+        limits: deps.limits,
+        logger: deps.logger,
+        extensions,
+      });
+    } catch (error) {
+      throw error instanceof ConnectionRefused ? refusedProblem(error) : error;
+    }
+  };
+  // Refuse before resolving the agent (which may install it for minutes); `create` checks again.
+  try {
+    deps.connections.checkCapacity();
+  } catch (error) {
+    throw error instanceof ConnectionRefused ? refusedProblem(error) : error;
+  }
   const [launch, extensions] = await Promise.all([deps.launch(message), deps.extensions()]);
-  const conn = deps.connections.create({
-    agent: launch.agent,
-    env: launch.env,
-    cwd: launch.cwd,
-    limits: deps.limits,
-    logger: deps.logger,
-    extensions,
-  });
+  const conn = create(launch, extensions);
   const abort = new AbortController();
   res.once("close", () => {
     if (!res.writableFinished) abort.abort();
@@ -121,12 +146,24 @@ async function initialize(
     deps.connections.register(conn);
     sendJson(res, 200, response, connectionIdHeaders(conn.id));
   } catch (error) {
-    throw error instanceof InitializeError ? initializeProblem(error, launch.agent.id) : error;
+    if (!(error instanceof InitializeError)) throw error;
+    if (deps.connections.closing)
+      throw unavailable("The server is shutting down; the agent was stopped.", { reason: "shutting_down" });
+    throw initializeProblem(error, launch.agent.id);
   }
 }
 
 function initializeProblem(error: InitializeError, agentId: string): ProblemError {
   const ext = { agent: agentId, ...error.details };
+  const code = error.details.spawnErrorCode;
+  if (error.kind === "spawn" && typeof code === "string" && RESOURCE_ERRORS.has(code)) {
+    return unavailable(
+      `The server could not start the agent: out of resources (${code}). Retry later, or close connections; ` +
+        "limits.maxConnections keeps the server below the point where this happens.",
+      ext,
+      5,
+    );
+  }
   switch (error.kind) {
     case "timeout":
       return new ProblemError(504, "agent-initialize-timeout", "Agent Timeout", error.message, ext);
@@ -150,36 +187,18 @@ function get({ req, res }: HttpContext, deps: RpcDeps): void {
     throw problems.notAcceptable("GET /v2/rpc is an SSE stream: send Accept: text/event-stream.");
   }
   const conn = lookup(deps, requireConnectionId(req));
-  if (sessionHeaderOf(req) !== undefined) return conn.attachSessionStream(res);
-  const lastEventId = lastEventIdOf(req);
-  const cursor = conn.resolveCursor(lastEventId);
-  if (cursor === "malformed")
-    throw problems.badRequest(`Malformed Last-Event-ID ${JSON.stringify(lastEventId)}.`);
-  if (cursor === "gone") {
-    throw problems.gone(
-      "Last-Event-ID is not in this connection's replay log (evicted or foreign); events after it can't be replayed.",
-    );
-  }
-  if (conn.drained(cursor)) {
-    throw problems.gone("The agent process has exited and every event was delivered.", {
-      exit: conn.exit ?? null,
-    });
-  }
+  const { keepAliveMs, retryMs } = deps.limits;
+  if (sessionHeaderOf(req) !== undefined) return idleStream(res, conn, { keepAliveMs, retryMs });
+  const cursor = cursorOf(conn, lastEventIdOf(req));
+  if (conn.drained(cursor)) throw endedProblem(conn, " Every event was delivered.");
   if (cursor === undefined && conn.hasReader) {
     throw problems.conflict("Another reader is attached; reconnect with Last-Event-ID to take over.");
   }
-  conn.attach(res, cursor);
+  streamConnection(res, conn, cursor, { keepAliveMs, retryMs });
 }
 
 function remove({ req, res }: HttpContext, deps: RpcDeps): void {
   const conn = lookup(deps, requireConnectionId(req));
   void conn.close("deleted");
   res.writeHead(202).end();
-}
-
-export function agentIdOf(message: JsonRpcMessage): string | undefined {
-  const params = message.params;
-  if (!isObject(params) || !isObject(params._meta)) return undefined;
-  const ours = params._meta["sandboxagent.dev"];
-  return isObject(ours) && typeof ours.agent === "string" ? ours.agent : undefined;
 }

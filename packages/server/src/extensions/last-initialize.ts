@@ -36,8 +36,13 @@ export function advertisementRecorder(dataDir: string): ConnectionExtension {
         agentInfo: result.agentInfo ?? null,
       };
       const file = fileOf(dataDir, conn.agentId);
-      mkdirSync(path.dirname(file), { recursive: true });
-      writeFileSync(file, JSON.stringify(advertisement, null, 2) + "\n");
+      // Best effort: a full disk or an answer too deep to serialize must not fail the initialize.
+      try {
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, JSON.stringify(advertisement, null, 2) + "\n");
+      } catch {
+        // `GET /v2/agents` keeps showing the previous advertisement.
+      }
     },
   };
 }

@@ -1,10 +1,10 @@
 import { parseArgs } from "node:util";
-import { loadConfigOr } from "../config.js";
-import { defaultDataDir } from "../data-dir.js";
-import { describeAgent } from "../control-plane/agents.js";
-import { ProblemError } from "../http/problem.js";
-import { installAgent } from "./install.js";
-import { AgentRegistry } from "./registry.js";
+import { loadConfigOr } from "./config.js";
+import { defaultDataDir } from "./data-dir.js";
+import { describeAgent } from "./control-plane/agents.js";
+import { ProblemError } from "./http/problem.js";
+import { installAgent } from "./agents/install.js";
+import { AgentRegistry } from "./agents/registry.js";
 
 /** Exit codes: 0 installed (or already), 1 install failed, 2 usage error, 3 registry unreachable. */
 const EXIT_UNREACHABLE = 3;

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { mockWith, stdinLog } from "./support/agents.js";
+import { processesWith } from "./support/procs.js";
+import { agentText, RawConnection } from "./support/rpc.js";
+
+const muteLog = stdinLog();
+
+/** The bytes of an SSE response body read over a raw HTTP/1.1 socket, until `until` matches them. */
+function rawSse(server: RunningServer, connectionId: string, cursor: string, until: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(server.port, "127.0.0.1", () =>
+      socket.write(
+        "GET /v2/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" +
+          `Acp-Connection-Id: ${connectionId}\r\nLast-Event-ID: ${cursor}\r\n\r\n`,
+      ),
+    );
+    let raw = "";
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`timed out; got ${JSON.stringify(raw.slice(-2000))}`));
+    }, 15_000);
+    socket.setEncoding("latin1"); // one char per byte: chunk sizes count chars
+    socket.on("data", (chunk: string) => {
+      raw += chunk;
+      const body = dechunk(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+      if (until.test(body)) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(body);
+      }
+    });
+    socket.on("error", reject);
+  });
+}
+
+/** The data of a chunked transfer-encoded body, as far as it arrived. */
+function dechunk(body: string): string {
+  let data = "";
+  for (let at = 0; ;) {
+    const eol = body.indexOf("\r\n", at);
+    if (eol === -1) return data;
+    const size = parseInt(body.slice(at, eol), 16);
+    data += body.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+    if (!(size > 0) || at > body.length) return data;
+  }
+}
+
+describe("agent output: SSE framing, stdout EOF", () => {
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startServer({
+      config: {
+        agents: {
+          // Every JSON line as `{\r"jsonrpc"…`: valid JSON, but a bare CR ends an SSE line.
+          cr: mockWith("--cr-in-json"),
+          mute: mockWith("--ignore-stdin-eof", "--stdin-log", muteLog),
+        },
+        limits: { killGraceMs: 300 },
+      },
+    });
+  });
+  after(() => server.stop());
+
+  it("a bare CR inside an agent's JSON line never reaches the stream: every answer arrives", async () => {
+    // initialize, session/new and the prompt's answer all carry a CR: before, each was cut in two and lost.
+    const conn = await RawConnection.open(server, "cr");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const done = await conn.prompt(sse, sessionId, "echo line\u2028sep\u2029para\rcr");
+    assert.equal(done.result?.stopReason, "end_turn");
+    assert.match(agentText(sse.messages(), sessionId), /line\u2028sep\u2029para\rcr/);
+    // A raw line with CRs that is JSON but not JSON-RPC is forwarded too, without them.
+    const garbage = await conn.prompt(sse, sessionId, 'garbage {"a":\r1,\r"b"\r:2}');
+    assert.equal(garbage.result?.stopReason, "end_turn");
+    assert.ok(sse.messages().some((m) => (m as { a?: number }).a === 1));
+    // On the wire: not one CR in the event stream, so no event can be cut short.
+    const firstId = sse.events.find((e) => e.id !== undefined)!.id!;
+    const events = await rawSse(server, conn.id, firstId, /("stopReason":"end_turn"[\s\S]*){2}/);
+    assert.equal(events.includes("\r"), false, JSON.stringify(events.slice(0, 500)));
+    sse.close();
+    await conn.delete();
+  });
+
+  it("an agent that closes stdout and stays alive: pending requests fail, the agent is stopped, the id answers 410", async () => {
+    const conn = await RawConnection.open(server, "mute");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const [pid] = processesWith(muteLog);
+    assert.ok(pid, "agent running");
+    const promptId = await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "echo last words\nclose-stdout" }],
+    });
+    const error = await sse.waitFor((m) => m.id === promptId);
+    assert.equal(error.error?.code, -32603);
+    assert.equal(error.error?.data?.reason, "agent_stdout_closed");
+    const ended = await sse.waitFor((m) => m.method === "_sandboxagent/session/ended");
+    assert.equal(ended.params?.sessionId, sessionId);
+    assert.equal(ended.params?.reason, "agent_stdout_closed");
+    await sse.done;
+    assert.match(agentText(sse.messages(), sessionId), /last words/);
+    // It ignores stdin EOF, so only the server's SIGTERM ends it.
+    await waitFor(() => processesWith(muteLog).length === 0, 5000, "the mute agent to be stopped");
+    const later = await conn.post({ jsonrpc: "2.0", id: 5, method: "session/prompt", params: {} });
+    assert.equal(later.status, 410);
+    assert.equal(((await later.json()) as { reason: string }).reason, "agent_stdout_closed");
+  });
+});
