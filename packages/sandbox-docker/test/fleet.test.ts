@@ -140,6 +140,25 @@ describe(
         [started.containerId],
         "no second container",
       );
+      // The replicas hold DATABASE_URL; neither the container nor the agent in it does.
+      const { Config } = await docker.getContainer(started.containerId).inspect();
+      assert.ok(Config.Env?.length, "the container's environment is readable");
+      assert.deepEqual(
+        Config.Env.filter((e) => e.startsWith("DATABASE_URL=") || e.includes(cluster.connectionString)),
+        [],
+        "the container holds no database credentials",
+      );
+      assert.equal(await b.call("prompt", { key: chat, prompt: "env DATABASE_URL" }), "end_turn");
+      await waitFor(
+        () => events().filter((e) => e.type === "turnEnded").length === 3,
+        30_000,
+        "the env turn",
+      );
+      assert.equal(
+        events().findLast((e) => e.text !== undefined)?.text,
+        "DATABASE_URL=(unset)",
+        "the agent holds no database credentials",
+      );
       assert.equal(await b.call("destroy", { key: chat }), true);
       assert.deepEqual(await runContainers(`dev.sandboxagent.key=${chat}`), []);
     });
