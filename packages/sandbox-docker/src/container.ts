@@ -15,8 +15,8 @@ const HEALTH_ATTEMPT_MS = 500;
 const HEALTH_POLL_MS = 15;
 const STATE_CHECK_MS = 200;
 const LOG_TAIL_LINES = 40;
-// How long an empty log of an exited container is read again before it is believed (see settledLogTail).
-const LOG_SETTLE_MS = 2_000;
+// The PATH a container gets when its image sets none (what Docker and Podman use).
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 export function isHostNetwork(options: Pick<DockerSandboxOptions, "network">): boolean {
   return options.network === "host";
@@ -147,7 +147,7 @@ export async function waitForServer(
     if (Date.now() - checked > STATE_CHECK_MS) {
       info = await container.inspect();
       checked = Date.now();
-      if (!info.State.Running) throw exitFailure(info, await settledLogTail(container));
+      if (!info.State.Running) throw await exitFailure(container, info);
     }
     if (Date.now() > deadline) {
       throw new DockerSandboxError(
@@ -206,13 +206,17 @@ function startFailure(error: unknown, logs: string): Error {
   });
 }
 
-function exitFailure(info: Docker.ContainerInspectInfo, logs: string): Error {
+async function exitFailure(container: Docker.Container, info: Docker.ContainerInspectInfo): Promise<Error> {
+  const logs = await logTail(container);
   const status = `exited with code ${info.State.ExitCode}${info.State.Error ? ` (${info.State.Error})` : ""}`;
   if (
     info.State.ExitCode === 3 ||
     info.State.ExitCode === 127 ||
     NO_NODE.test(logs) ||
-    NO_NODE.test(info.State.Error ?? "")
+    NO_NODE.test(info.State.Error ?? "") ||
+    // The init's "failed to exec pid1" does not always reach the log (read back empty under load):
+    // the container's own filesystem says for sure.
+    (await nodeOnPath(container, info)) === false
   )
     return noNode(`the server ${status}; its log ends:\n${logs}`);
   if (/SyntaxError/.test(logs))
@@ -221,6 +225,28 @@ function exitFailure(info: Docker.ContainerInspectInfo, logs: string): Error {
     "server-failed",
     `the server in container ${info.Id.slice(0, 12)} ${status}; its log ends:\n${logs}`,
   );
+}
+
+/**
+ * Whether a `node` is in one of the PATH directories of a (stopped) container, read from its
+ * filesystem through the engine's archive API; undefined when the engine cannot tell.
+ */
+async function nodeOnPath(
+  container: Docker.Container,
+  info: Docker.ContainerInspectInfo,
+): Promise<boolean | undefined> {
+  const pathVariable =
+    info.Config.Env?.find((e) => e.startsWith("PATH="))?.slice("PATH=".length) ?? DEFAULT_PATH;
+  for (const dir of pathVariable.split(":").filter((d) => d.startsWith("/"))) {
+    try {
+      const archive = await container.getArchive({ path: `${dir}/node` });
+      archive.resume();
+      return true;
+    } catch (error) {
+      if (engineStatus(error) !== 404) return undefined;
+    }
+  }
+  return false;
 }
 
 /** The container's last log lines (stdout and stderr, demultiplexed). */
@@ -235,20 +261,6 @@ export async function logTail(container: Docker.Container): Promise<string> {
     return demultiplex(Buffer.from(raw)).trimEnd() || "(empty)";
   } catch {
     return "(no log available)";
-  }
-}
-
-/**
- * The log of a container that has just exited: the engine's log writer may not have flushed its last
- * lines when the exit is seen (an init's "failed to exec pid1" read back empty under load), so an
- * empty log is read again for a short while before it is believed.
- */
-async function settledLogTail(container: Docker.Container): Promise<string> {
-  const deadline = Date.now() + LOG_SETTLE_MS;
-  for (;;) {
-    const logs = await logTail(container);
-    if (logs !== "(empty)" || Date.now() > deadline) return logs;
-    await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS));
   }
 }
 
