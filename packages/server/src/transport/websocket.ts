@@ -284,8 +284,14 @@ class RpcSocket {
     else this.closeWith(CLOSE.replaced, "another socket took the stream over");
   }
 
+  /**
+   * An error answer of the transport itself. Once there is a connection it goes through its event
+   * log like every other frame, so that frame counting (and resuming) stays exact.
+   */
   private reply(id: JsonRpcId | undefined, code: number, message: string, data?: unknown): void {
-    this.send(JSON.stringify(errorResponse(id ?? null, code, message, data)));
+    const answer = errorResponse(id ?? null, code, message, data);
+    if (this.conn) this.conn.emit(answer);
+    else this.send(JSON.stringify(answer));
   }
 
   private send(text: string): void {
