@@ -18,11 +18,12 @@ import {
 } from "./options.js";
 import { consumeSse } from "./sse.js";
 import { callSafely } from "./listeners.js";
+import { createWebSocketTransport } from "./websocket.js";
 
 /** Why a stream ended: `close()` (or the caller's signal), or a transport failure. */
 export type AcpCloseReason = { kind: "closed" } | { kind: "error"; error: Error };
 
-/** An ACP `Stream` over streamable HTTP, plus its connection state. */
+/** An ACP `Stream` over streamable HTTP (or a WebSocket), plus its connection state. */
 export interface AcpHttpStream extends Stream {
   /** Set once `initialize` succeeded. */
   readonly connectionId: string | undefined;
@@ -46,6 +47,7 @@ const MAX_REMEMBERED_EVENT_IDS = 16_384;
 
 /** Creates a `Stream` of JSON-RPC messages for `client().connect(stream)`. */
 export function createAcpHttpStream(options: AcpHttpStreamOptions): AcpHttpStream {
+  if (options.transport === "websocket") return createWebSocketTransport(options);
   return new HttpTransport(options).stream;
 }
 
