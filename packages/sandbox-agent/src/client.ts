@@ -30,6 +30,7 @@ import {
 import { FileSystem } from "./filesystem.js";
 import { HttpTransport, type FetchLike } from "./http.js";
 import { Processes } from "./processes.js";
+import type { WebSocketConstructor } from "./terminal.js";
 import { metadataOf } from "./metadata.js";
 import type {
   AgentInfo,
@@ -70,6 +71,14 @@ export interface SandboxAgentClientOptions {
    * with the SSE event id it arrived with (inspectors, debugging, logs).
    */
   onEnvelope?: (envelope: AcpEnvelope) => void;
+  /**
+   * How the agent connection travels: `"http"` (default) POSTs and an SSE stream; `"websocket"`
+   * one WebSocket to `/v2/rpc` (one message per frame, resumed after a drop from the last event
+   * received). With a token, the socket authenticates with a single-use ticket.
+   */
+  transport?: "http" | "websocket";
+  /** WebSocket implementation for `transport: "websocket"`. Default: `ws` in Node, the global one elsewhere. */
+  WebSocket?: WebSocketConstructor;
 }
 
 const METHOD_NOT_FOUND = -32601;
@@ -175,6 +184,8 @@ export class SandboxAgentClient {
       connectTimeoutMs: this.options.connectTimeoutMs,
       requestTimeoutMs: this.options.requestTimeoutMs,
       onEnvelope: this.options.onEnvelope,
+      transport: this.options.transport,
+      WebSocket: this.options.WebSocket,
     });
     this.connection = connection;
     void connection.rpc.closed.then((reason) =>

@@ -10,11 +10,13 @@ import {
   AcpHttpError,
   AcpRpcError,
   type AcpEnvelope,
+  type WebSocketConstructor,
 } from "acp-http-client";
 import { AgentRequestError, NotConnectedError, SandboxAgentHttpError } from "./errors.js";
 import type { EventHub, SandboxAgentEvent } from "./events.js";
 import type { HttpTransport } from "./http.js";
 import { META_KEY, isRecord, metadataOf } from "./metadata.js";
+import { loadNodeWebSocket } from "./terminal.js";
 import type { PermissionDecision, PermissionHandler, PermissionRequest } from "./types.js";
 import { VERSION } from "./version.js";
 
@@ -32,6 +34,8 @@ export interface OpenConnectionOptions {
   connectTimeoutMs: number | undefined;
   requestTimeoutMs: number | undefined;
   onEnvelope: ((envelope: AcpEnvelope) => void) | undefined;
+  transport: "http" | "websocket" | undefined;
+  WebSocket: WebSocketConstructor | undefined;
 }
 
 export interface OpenConnection {
@@ -52,6 +56,11 @@ export async function openConnection(options: OpenConnectionOptions): Promise<Op
     sessionStreams: false,
     initializeTimeoutMs: options.connectTimeoutMs,
     requestTimeoutMs: options.requestTimeoutMs,
+    transport: options.transport,
+    WebSocket:
+      options.transport === "websocket"
+        ? (options.WebSocket ?? ((await loadNodeWebSocket()) as WebSocketConstructor | undefined))
+        : undefined,
   });
   if (options.onEnvelope) rpc.onEnvelope(options.onEnvelope);
   rpc.onEnvelope((envelope) => forwardNotification(envelope, options.events));
