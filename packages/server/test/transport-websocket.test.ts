@@ -4,6 +4,8 @@ import { client, type SessionNotification } from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { WebSocket } from "ws";
+import { mockWith, stdinLog } from "./support/agents.js";
+import { processesWith, rssBytes } from "./support/procs.js";
 import type { RpcMessage } from "./support/rpc.js";
 import { openWs, refusedWs, type WsRpc } from "./support/ws-rpc.js";
 
@@ -199,5 +201,45 @@ describe("WebSocket transport on /v2/rpc", { timeout: 60_000 }, () => {
     const status = (answer.error!.data as { status: number }).status;
     assert.ok(status >= 400);
     assert.equal((await ws.closed).code, 4000 + status);
+  });
+});
+
+describe("WebSocket backpressure", { timeout: 60_000 }, () => {
+  const noisyLog = stdinLog();
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startServer({
+      config: {
+        agents: { noisy: mockWith("--stdin-log", noisyLog) },
+        limits: { maxBufferedBytes: 512 * 1024, replayBytes: 512 * 1024, stallMs: 1500 },
+      },
+    });
+  });
+  after(() => server.stop());
+
+  it("a socket that reads nothing while the agent floods holds the agent back, is closed after the stall, memory bounded", async () => {
+    const ws = await openWs(server.baseUrl);
+    ws.send({ ...INIT, params: { ...INIT.params, _meta: { "sandboxagent.dev": { agent: "noisy" } } } });
+    await ws.waitFor((m) => m.id === 0);
+    ws.send({ id: 1, method: "session/new", params: { cwd: process.cwd(), mcpServers: [] } });
+    const sessionId = (await ws.waitFor((m) => m.id === 1)).result!.sessionId!;
+    const id = String(ws.headers["acp-connection-id"]);
+    const base = rssBytes(server.process.pid!);
+    ws.ws.pause();
+    ws.send({
+      id: 2,
+      method: "session/prompt",
+      params: { sessionId, prompt: [{ type: "text", text: `chunks 400000 ${"x".repeat(200)}` }] },
+    });
+    await waitFor(() => processesWith(noisyLog).length === 0, 20_000, "the stalled connection to be closed");
+    const grown = rssBytes(server.process.pid!) - base;
+    assert.ok(grown < 64 * 1024 * 1024, `server grew by ${grown} bytes for ~100 MB of agent output`);
+    ws.ws.terminate();
+    // The prompt's error still reaches a socket that takes the stream over.
+    const taken = await openWs(server.baseUrl, { headers: { "acp-connection-id": id } });
+    const error = await taken.waitFor((m) => m.id === 2, 20_000);
+    assert.equal(error.error?.data?.reason, "output_stalled");
+    taken.ws.terminate();
   });
 });
