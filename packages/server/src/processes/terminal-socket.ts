@@ -1,8 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { ProblemError, problems } from "../http/problem.js";
-import { refuseUpgrade, type UpgradeHandler } from "../http/upgrade.js";
-import { checkHost, checkOrigin, hasBearerToken, type SecurityOptions } from "../http/security.js";
+import { problems } from "../http/problem.js";
+import { checkUpgrade, refuseUpgrade, type UpgradeHandler } from "../http/upgrade.js";
+import type { SecurityOptions } from "../http/security.js";
 import type { Logger } from "../log.js";
 import { ProcessError } from "./command.js";
 import type { ProcessManager } from "./manager.js";
@@ -46,22 +46,8 @@ function admit(req: IncomingMessage, deps: TerminalSocketDeps): ManagedProcess {
   const url = new URL(req.url ?? "/", "http://localhost");
   const match = TERMINAL_PATH.exec(url.pathname);
   if (!match) throw problems.notFound(`No WebSocket endpoint at ${url.pathname}.`);
-  checkHost(req, deps.security);
-  checkOrigin(req, deps.security);
   const id = decodeURIComponent(match[1]!);
-  const ticket = url.searchParams.get("ticket");
-  const authorized =
-    ticket !== null ? deps.manager.redeemTicket(ticket, id) : hasBearerToken(req, deps.security);
-  if (!authorized) {
-    throw ticket !== null
-      ? new ProblemError(
-          401,
-          "unauthorized",
-          "Unauthorized",
-          "The ticket is unknown, used or expired; get a new one.",
-        )
-      : problems.unauthorized();
-  }
+  checkUpgrade(req, url, deps.security, (ticket) => deps.manager.redeemTicket(ticket, id));
   let proc: ManagedProcess;
   try {
     proc = deps.manager.get(id);

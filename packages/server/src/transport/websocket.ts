@@ -22,9 +22,9 @@ import type { IncomingMessage } from "node:http";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { objectAt } from "../extensions/advertise.js";
 import { ProblemError, problems } from "../http/problem.js";
-import { checkHost, checkOrigin, hasBearerToken, type SecurityOptions } from "../http/security.js";
+import type { SecurityOptions } from "../http/security.js";
 import type { TicketBook } from "../http/tickets.js";
-import { refuseUpgrade } from "../http/upgrade.js";
+import { checkUpgrade, refuseUpgrade } from "../http/upgrade.js";
 import { shortId } from "../log.js";
 import {
   errorResponse,
@@ -113,21 +113,7 @@ interface Admitted {
 
 function admit(req: IncomingMessage, deps: RpcSocketDeps): Admitted {
   const url = new URL(req.url ?? "/", "http://localhost");
-  checkHost(req, deps.security);
-  checkOrigin(req, deps.security);
-  const ticket = url.searchParams.get("ticket");
-  const authorized =
-    ticket !== null ? deps.tickets.redeem(ticket, deps.path) : hasBearerToken(req, deps.security);
-  if (!authorized) {
-    throw ticket !== null
-      ? new ProblemError(
-          401,
-          "unauthorized",
-          "Unauthorized",
-          "The ticket is unknown, used or expired; get a new one.",
-        )
-      : problems.unauthorized();
-  }
+  checkUpgrade(req, url, deps.security, (ticket) => deps.tickets.redeem(ticket, deps.path));
   const id = connectionIdOf(req) ?? url.searchParams.get("connectionId") ?? undefined;
   if (id === undefined) return {};
   const conn = lookup(deps, id);
