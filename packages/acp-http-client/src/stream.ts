@@ -76,6 +76,47 @@ interface SseCursor {
   retryMs: number | undefined;
 }
 
+/** What `streamFacade` needs of a transport. */
+export interface FacadeSource {
+  start(controller: ReadableStreamDefaultController<AnyMessage>): void;
+  write(message: AnyMessage): Promise<void>;
+  close(): Promise<void>;
+  /** The transport's live state. */
+  state(): {
+    connectionId: string | undefined;
+    protocolVersion: number | undefined;
+    failure: Error | undefined;
+  };
+}
+
+/**
+ * The `AcpHttpStream` a transport hands out: its readable and writable sides, and live views of
+ * its state without exposing the transport itself. Aborting `signal` closes it.
+ */
+export function streamFacade(
+  source: FacadeSource,
+  closed: Promise<AcpCloseReason>,
+  signal: AbortSignal | undefined,
+): AcpHttpStream {
+  const readable = new ReadableStream<AnyMessage>({ start: source.start, cancel: () => source.close() });
+  const writable = new WritableStream<AnyMessage>({
+    write: (message) => source.write(message),
+    close: () => source.close(),
+    abort: () => source.close(),
+  });
+  const stream = Object.defineProperties(
+    { readable, writable, closed, close: () => source.close() },
+    {
+      connectionId: { get: () => source.state().connectionId, enumerable: true },
+      protocolVersion: { get: () => source.state().protocolVersion, enumerable: true },
+      error: { get: () => source.state().failure, enumerable: true },
+    },
+  ) as AcpHttpStream;
+  if (signal?.aborted) void source.close();
+  else signal?.addEventListener("abort", () => void source.close(), { once: true });
+  return stream;
+}
+
 class HttpTransport {
   readonly stream: AcpHttpStream;
   private readonly options: ResolvedOptions;
@@ -98,27 +139,20 @@ class HttpTransport {
   constructor(input: AcpHttpStreamOptions) {
     this.options = resolveOptions(input);
     const closed = new Promise<AcpCloseReason>((resolve) => (this.resolveClosed = resolve));
-    const readable = new ReadableStream<AnyMessage>({
-      start: (controller) => void (this.controller = controller),
-      cancel: () => this.close(),
-    });
-    const writable = new WritableStream<AnyMessage>({
-      write: (message) => this.write(message),
-      close: () => this.close(),
-      abort: () => this.close(),
-    });
-    // Live views of the transport state, without exposing the transport itself.
-    this.stream = Object.defineProperties(
-      { readable, writable, closed, close: () => this.close() },
+    this.stream = streamFacade(
       {
-        connectionId: { get: () => this.connectionId, enumerable: true },
-        protocolVersion: { get: () => this.protocolVersion, enumerable: true },
-        error: { get: () => this.failure, enumerable: true },
+        start: (controller) => void (this.controller = controller),
+        write: (message) => this.write(message),
+        close: () => this.close(),
+        state: () => ({
+          connectionId: this.connectionId,
+          protocolVersion: this.protocolVersion,
+          failure: this.failure,
+        }),
       },
-    ) as AcpHttpStream;
-    const signal = input.signal;
-    if (signal?.aborted) void this.close();
-    else signal?.addEventListener("abort", () => void this.close(), { once: true });
+      closed,
+      input.signal,
+    );
   }
 
   private async write(message: AnyMessage): Promise<void> {

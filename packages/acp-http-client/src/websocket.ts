@@ -20,7 +20,7 @@ import {
   type AcpHttpStreamOptions,
   type ResolvedOptions,
 } from "./options.js";
-import type { AcpCloseReason, AcpHttpStream } from "./stream.js";
+import { streamFacade, type AcpCloseReason, type AcpHttpStream } from "./stream.js";
 
 /** The standard WebSocket interface, as browsers, Node 22 and `ws` implement it. */
 export interface WebSocketLike {
@@ -78,26 +78,20 @@ class WebSocketTransport {
       );
     this.WebSocket = Standard;
     const closed = new Promise<AcpCloseReason>((resolve) => (this.resolveClosed = resolve));
-    const readable = new ReadableStream<AnyMessage>({
-      start: (controller) => void (this.controller = controller),
-      cancel: () => this.close(),
-    });
-    const writable = new WritableStream<AnyMessage>({
-      write: (message) => this.write(message),
-      close: () => this.close(),
-      abort: () => this.close(),
-    });
-    this.stream = Object.defineProperties(
-      { readable, writable, closed, close: () => this.close() },
+    this.stream = streamFacade(
       {
-        connectionId: { get: () => this.connectionId, enumerable: true },
-        protocolVersion: { get: () => this.protocolVersion, enumerable: true },
-        error: { get: () => this.failure, enumerable: true },
+        start: (controller) => void (this.controller = controller),
+        write: (message) => this.write(message),
+        close: () => this.close(),
+        state: () => ({
+          connectionId: this.connectionId,
+          protocolVersion: this.protocolVersion,
+          failure: this.failure,
+        }),
       },
-    ) as AcpHttpStream;
-    const signal = input.signal;
-    if (signal?.aborted) void this.close();
-    else signal?.addEventListener("abort", () => void this.close(), { once: true });
+      closed,
+      input.signal,
+    );
   }
 
   private async write(message: AnyMessage): Promise<void> {
