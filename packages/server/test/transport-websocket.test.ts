@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { client, type SessionNotification } from "@agentclientprotocol/sdk";
-import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
-import { WebSocket } from "ws";
 import { mockWith, stdinLog } from "./support/agents.js";
 import { processesWith, rssBytes } from "./support/procs.js";
 import type { RpcMessage } from "./support/rpc.js";
@@ -41,45 +38,6 @@ describe("WebSocket transport on /v2/rpc", { timeout: 60_000 }, () => {
     server = await startServer({ token: TOKEN });
   });
   after(() => server.stop());
-
-  it("interop: the ACP SDK's createWebSocketStream completes a turn with a permission round trip", async () => {
-    const updates: SessionNotification[] = [];
-    const app = client({ name: "ws-interop-test" })
-      .onNotification("session/update", ({ params }) => {
-        updates.push(params);
-      })
-      .onRequest("session/request_permission", () => ({
-        outcome: { outcome: "selected", optionId: "allow_once" },
-      }));
-    const stream = createWebSocketStream(`${server.baseUrl.replace(/^http/, "ws")}/v2/rpc`, {
-      WebSocket,
-      headers: AUTH,
-    });
-    const stopReason = await app.connectWith(stream, async (ctx) => {
-      const init = await ctx.request("initialize", {
-        protocolVersion: 1,
-        clientCapabilities: {},
-        _meta: { "sandboxagent.dev": { agent: "mock" } },
-      });
-      assert.equal(init.protocolVersion, 1);
-      const session = await ctx.request("session/new", { cwd: process.cwd(), mcpServers: [] });
-      const result = await ctx.request("session/prompt", {
-        sessionId: session.sessionId,
-        prompt: [{ type: "text", text: "chunks 50\npermission go" }],
-      });
-      return result.stopReason;
-    });
-    assert.equal(stopReason, "end_turn");
-    const texts = updates
-      .map((u) => u.update)
-      .filter((u) => u.sessionUpdate === "agent_message_chunk")
-      .map((u) => (u.content.type === "text" ? u.content.text : ""));
-    assert.deepEqual(
-      texts.slice(0, 50),
-      Array.from({ length: 50 }, (_, i) => `chunk ${i + 1} `),
-    );
-    assert.ok(texts.some((t) => t.includes("permission: selected allow_once")));
-  });
 
   it("names the connection in the 101 and in the initialize result; the same connection answers over HTTP", async () => {
     const { ws } = await started(server);
