@@ -6,6 +6,7 @@ export {
   type AgentRequestContext,
 } from "./client.js";
 export type { AcpAttachTarget, AcpHttpStreamOptions, AcpEnvelope, ReconnectOptions } from "./options.js";
+export type { WebSocketConstructor, WebSocketLike } from "./websocket.js";
 /** The SSE body reader the transport uses, for other streams of the same server (e.g. process logs). */
 export { sseItems, type SseItem } from "./sse.js";
 export {

@@ -1,4 +1,5 @@
 import { PROTOCOL_VERSION, type AnyMessage } from "@agentclientprotocol/sdk";
+import type { WebSocketConstructor } from "./websocket.js";
 
 export interface ReconnectOptions {
   /** First delay when the server sent no `retry:` (ms). Default 1000. */
@@ -15,7 +16,7 @@ export interface ReconnectOptions {
 export interface AcpEnvelope {
   direction: "inbound" | "outbound";
   message: AnyMessage;
-  /** SSE event id the message arrived with, if any. */
+  /** Event id the message arrived with (SSE `id:`, or counted on a WebSocket), if any. */
   eventId?: string;
   /**
    * An inbound response this client is not waiting for: the answer to a request another client
@@ -72,6 +73,16 @@ export interface AcpHttpStreamOptions {
    * any) was delivered, priming events included: the `Last-Event-ID` to resume from elsewhere.
    */
   onEventId?: (eventId: string) => void;
+  /**
+   * `"http"` (default): POSTs and an SSE stream. `"websocket"`: one WebSocket to the same path,
+   * one message per frame, resumed after a drop from the last event received (`reconnect` applies).
+   */
+  transport?: "http" | "websocket";
+  /**
+   * WebSocket implementation for `transport: "websocket"`; default `globalThis.WebSocket`
+   * (browsers, Node 22). In Node 20 pass `WebSocket` from `ws`.
+   */
+  WebSocket?: WebSocketConstructor;
 }
 
 export interface ResolvedOptions {

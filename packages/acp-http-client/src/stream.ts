@@ -21,11 +21,12 @@ import {
 } from "./options.js";
 import { consumeSse } from "./sse.js";
 import { callSafely } from "./listeners.js";
+import { createWebSocketTransport } from "./websocket.js";
 
 /** Why a stream ended: `close()` (or the caller's signal), or a transport failure. */
 export type AcpCloseReason = { kind: "closed" } | { kind: "error"; error: Error };
 
-/** An ACP `Stream` over streamable HTTP, plus its connection state. */
+/** An ACP `Stream` over streamable HTTP (or a WebSocket), plus its connection state. */
 export interface AcpHttpStream extends Stream {
   /** Set once `initialize` succeeded. */
   readonly connectionId: string | undefined;
@@ -60,6 +61,7 @@ const MAX_REMEMBERED_EVENT_IDS = 16_384;
 
 /** Creates a `Stream` of JSON-RPC messages for `client().connect(stream)`. */
 export function createAcpHttpStream(options: AcpHttpStreamOptions): AcpHttpStream {
+  if (options.transport === "websocket") return createWebSocketTransport(options);
   return new HttpTransport(options).stream;
 }
 
@@ -88,6 +90,56 @@ interface SseCursor {
   retryMs: number | undefined;
 }
 
+/** What `streamFacade` needs of a transport. */
+export interface FacadeSource {
+  start(controller: ReadableStreamDefaultController<AnyMessage>): void;
+  write(message: AnyMessage): Promise<void>;
+  close(): Promise<void>;
+  attach(target: AcpAttachTarget): Promise<void>;
+  detach(): Promise<void>;
+  /** The transport's live state. */
+  state(): {
+    connectionId: string | undefined;
+    protocolVersion: number | undefined;
+    failure: Error | undefined;
+  };
+}
+
+/**
+ * The `AcpHttpStream` a transport hands out: its readable and writable sides, and live views of
+ * its state without exposing the transport itself. Aborting `signal` closes it.
+ */
+export function streamFacade(
+  source: FacadeSource,
+  closed: Promise<AcpCloseReason>,
+  signal: AbortSignal | undefined,
+): AcpHttpStream {
+  const readable = new ReadableStream<AnyMessage>({ start: source.start, cancel: () => source.close() });
+  const writable = new WritableStream<AnyMessage>({
+    write: (message) => source.write(message),
+    close: () => source.close(),
+    abort: () => source.close(),
+  });
+  const stream = Object.defineProperties(
+    {
+      readable,
+      writable,
+      closed,
+      close: () => source.close(),
+      attach: (target: AcpAttachTarget) => source.attach(target),
+      detach: () => source.detach(),
+    },
+    {
+      connectionId: { get: () => source.state().connectionId, enumerable: true },
+      protocolVersion: { get: () => source.state().protocolVersion, enumerable: true },
+      error: { get: () => source.state().failure, enumerable: true },
+    },
+  ) as AcpHttpStream;
+  if (signal?.aborted) void source.close();
+  else signal?.addEventListener("abort", () => void source.close(), { once: true });
+  return stream;
+}
+
 class HttpTransport {
   readonly stream: AcpHttpStream;
   private readonly options: ResolvedOptions;
@@ -114,34 +166,22 @@ class HttpTransport {
   constructor(input: AcpHttpStreamOptions) {
     this.options = resolveOptions(input);
     const closed = new Promise<AcpCloseReason>((resolve) => (this.resolveClosed = resolve));
-    const readable = new ReadableStream<AnyMessage>({
-      start: (controller) => void (this.controller = controller),
-      cancel: () => this.close(),
-    });
-    const writable = new WritableStream<AnyMessage>({
-      write: (message) => this.write(message),
-      close: () => this.close(),
-      abort: () => this.close(),
-    });
-    // Live views of the transport state, without exposing the transport itself.
-    this.stream = Object.defineProperties(
+    this.stream = streamFacade(
       {
-        readable,
-        writable,
-        closed,
+        start: (controller) => void (this.controller = controller),
+        write: (message) => this.write(message),
         close: () => this.close(),
-        attach: (target: AcpAttachTarget) => this.attach(target),
+        attach: (target) => this.attach(target),
         detach: () => this.close(true),
+        state: () => ({
+          connectionId: this.connectionId,
+          protocolVersion: this.protocolVersion,
+          failure: this.failure,
+        }),
       },
-      {
-        connectionId: { get: () => this.connectionId, enumerable: true },
-        protocolVersion: { get: () => this.protocolVersion, enumerable: true },
-        error: { get: () => this.failure, enumerable: true },
-      },
-    ) as AcpHttpStream;
-    const signal = input.signal;
-    if (signal?.aborted) void this.close();
-    else signal?.addEventListener("abort", () => void this.close(), { once: true });
+      closed,
+      input.signal,
+    );
   }
 
   private async write(message: AnyMessage): Promise<void> {

@@ -32,6 +32,7 @@ import {
 import { FileSystem } from "./filesystem.js";
 import { HttpTransport, type FetchLike } from "./http.js";
 import { Processes } from "./processes.js";
+import type { WebSocketConstructor } from "./terminal.js";
 import { metadataOf } from "./metadata.js";
 import type {
   AgentInfo,
@@ -87,6 +88,14 @@ export interface SandboxAgentClientOptions {
   sandboxKey?: string;
   /** Errors of the background work for `store` (writing the mirror); default `console.warn`. */
   onStoreError?: (error: Error) => void;
+  /**
+   * How the agent connection travels: `"http"` (default) POSTs and an SSE stream; `"websocket"`
+   * one WebSocket to `/v2/rpc` (one message per frame, resumed after a drop from the last event
+   * received). With a token, the socket authenticates with a single-use ticket.
+   */
+  transport?: "http" | "websocket";
+  /** WebSocket implementation for `transport: "websocket"`. Default: `ws` in Node, the global one elsewhere. */
+  WebSocket?: WebSocketConstructor;
 }
 
 /** What `SandboxAgentClient.reattach` needs: the server address and agent come from the store. */
@@ -271,6 +280,8 @@ export class SandboxAgentClient {
       connectTimeoutMs: this.options.connectTimeoutMs,
       requestTimeoutMs: this.options.requestTimeoutMs,
       onEnvelope: this.options.onEnvelope,
+      transport: this.options.transport,
+      WebSocket: this.options.WebSocket,
     };
     const connection = await (this.bound ? this.bound.open(options) : openConnection(options));
     this.connection = connection;

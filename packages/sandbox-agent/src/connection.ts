@@ -11,11 +11,13 @@ import {
   AcpRpcError,
   type AcpAttachTarget,
   type AcpEnvelope,
+  type WebSocketConstructor,
 } from "acp-http-client";
 import { AgentRequestError, NotConnectedError, SandboxAgentHttpError } from "./errors.js";
 import type { EventHub, SandboxAgentEvent, TurnEndedEvent } from "./events.js";
 import type { HttpTransport } from "./http.js";
 import { META_KEY, isRecord, metadataOf } from "./metadata.js";
+import { loadNodeWebSocket } from "./terminal.js";
 import type { PermissionDecision, PermissionHandler, PermissionRequest, StopReason } from "./types.js";
 import { VERSION } from "./version.js";
 
@@ -44,6 +46,8 @@ export interface OpenConnectionOptions {
   observe?: (envelope: AcpEnvelope) => boolean;
   /** The agent session whose turn an unmatched prompt answer ends (an earlier client's turn). */
   adoptedSession?: () => string | null;
+  transport: "http" | "websocket" | undefined;
+  WebSocket: WebSocketConstructor | undefined;
 }
 
 export interface OpenConnection {
@@ -66,6 +70,11 @@ export async function openConnection(options: OpenConnectionOptions): Promise<Op
     initializeTimeoutMs: options.connectTimeoutMs,
     requestTimeoutMs: options.requestTimeoutMs,
     ...(options.onEventId ? { onEventId: options.onEventId } : {}),
+    transport: options.transport,
+    WebSocket:
+      options.transport === "websocket"
+        ? (options.WebSocket ?? ((await loadNodeWebSocket()) as WebSocketConstructor | undefined))
+        : undefined,
   });
   if (options.onEnvelope) rpc.onEnvelope(options.onEnvelope);
   rpc.onEnvelope((envelope) => {

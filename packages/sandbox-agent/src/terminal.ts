@@ -141,7 +141,7 @@ export async function openTerminal(
 type NodeWebSocket = new (url: string, options: { headers: Record<string, string> }) => WebSocketLike;
 
 /** `ws` when running in Node (it can send the token as a header); undefined in browsers. */
-async function loadNodeWebSocket(): Promise<NodeWebSocket | undefined> {
+export async function loadNodeWebSocket(): Promise<NodeWebSocket | undefined> {
   if (!(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node)
     return undefined;
   try {

@@ -1,6 +1,6 @@
 import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
@@ -15,14 +15,16 @@ import { unavailable } from "./http/unavailable.js";
 import { createLogger, type Logger, type LogLevel } from "./log.js";
 import { ProcessManager } from "./processes/manager.js";
 import type { ProcessLimits } from "./processes/limits.js";
-import type { UpgradeHandler } from "./processes/terminal-socket.js";
+import { TicketBook } from "./http/tickets.js";
+import type { UpgradeHandler } from "./http/upgrade.js";
 import { ConnectionRegistry } from "./runtime/connections.js";
 import { descriptorBudget, descriptorsNeeded } from "./runtime/descriptors.js";
 import type { JsonRpcMessage } from "./protocol.js";
 import type { ConnectionExtension } from "./runtime/extension.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 import { OrphanGuard } from "./runtime/orphan-guard.js";
-import { rpcRoutes } from "./transport/rpc-routes.js";
+import { RPC_PATH, rpcRoutes } from "./transport/rpc-routes.js";
+import type { RpcSocketServer } from "./transport/websocket.js";
 import { isInspectorPath } from "./ui/public-path.js";
 
 export interface ServerOptions {
@@ -131,8 +133,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
 
+  const rpc = { connections, limits, logger, extensions: loadExtensions, launch };
+  const tickets = new TicketBook(RPC_TICKET_TTL_MS);
   const router = new Router()
-    .add(...rpcRoutes({ connections, limits, logger, extensions: loadExtensions, launch }))
+    .add(...rpcRoutes(rpc, tickets))
     .add(healthRoute({ connections, workdir }))
     // The rest of the control plane (agents, filesystem, OpenAPI) and zod load on first use.
     .lazy("/v2/", async () =>
@@ -188,21 +192,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   );
   const { server } = listener;
-  // Terminal WebSockets (`GET /v2/processes/{id}/terminal`); `ws` loads with the first upgrade.
-  let upgrade: Promise<UpgradeHandler> | undefined;
+  // WebSockets: `/v2/rpc` and terminals (`GET /v2/processes/{id}/terminal`); `ws` loads with the first upgrade.
+  let rpcSockets: Promise<RpcSocketServer> | undefined;
+  let terminals: Promise<UpgradeHandler> | undefined;
+  const upgradeHandler = (req: IncomingMessage): Promise<UpgradeHandler> => {
+    if (req.url?.split("?")[0] === RPC_PATH) {
+      rpcSockets ??= import("./transport/websocket.js").then((m) =>
+        m.rpcSocketServer({ ...rpc, security, tickets, path: RPC_PATH }),
+      );
+      return rpcSockets.then((s) => s.handle);
+    }
+    return (terminals ??= import("./processes/terminal-socket.js").then((m) =>
+      m.terminalUpgradeHandler({ manager: processes, security, logger }),
+    ));
+  };
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => socket.destroy());
     if (draining) {
       socket.destroy();
       return;
     }
-    upgrade ??= import("./processes/terminal-socket.js").then((m) =>
-      m.terminalUpgradeHandler({ manager: processes, security, logger }),
-    );
-    upgrade.then(
+    upgradeHandler(req).then(
       (handle) => handle(req, socket, head),
       (error: unknown) => {
-        logger.error("terminal upgrade failed", { error: String(error) });
+        logger.error("upgrade failed", { error: String(error) });
         socket.destroy();
       },
     );
@@ -223,6 +236,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     draining = true;
     // Stop accepting now; Node also closes idle keep-alive sockets here.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    void rpcSockets?.then((s) => s.close());
     await Promise.all([connections.shutdown(), processes.shutdown()]);
     guard.close();
     // Answers still being written (e.g. the 503 of an initialize whose agent the shutdown just
@@ -242,6 +256,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     hurry: () => connections.hurry(),
   };
 }
+
+/** Lifetime of a `/v2/rpc` WebSocket ticket. */
+const RPC_TICKET_TTL_MS = 30_000;
 
 /** At most how long shutdown waits for answers in progress once every agent is gone. */
 const SHUTDOWN_DRAIN_MS = 1000;

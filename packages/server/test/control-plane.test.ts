@@ -8,7 +8,9 @@ import type { OpenApiDocument } from "../src/control-plane/schema-route.js";
 import { createLogger } from "../src/log.js";
 import { ProcessManager } from "../src/processes/manager.js";
 import { ConnectionRegistry } from "../src/runtime/connections.js";
-import { RPC_PATH } from "../src/transport/rpc-routes.js";
+import { TicketBook } from "../src/http/tickets.js";
+import { DEFAULT_LIMITS } from "../src/runtime/options.js";
+import { rpcRoutes } from "../src/transport/rpc-routes.js";
 
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
 
@@ -34,7 +36,16 @@ function routeTable(): string[] {
   });
   return [
     ...[...routes, healthRoute({ connections, workdir: tempDir() })].map((r) => `${r.method} ${r.path}`),
-    ...["POST", "GET", "DELETE"].map((m) => `${m} ${RPC_PATH}`),
+    ...rpcRoutes(
+      {
+        connections,
+        limits: { ...DEFAULT_LIMITS, maxConnections: 1, maxSockets: 1 },
+        logger,
+        extensions: async () => [],
+        launch: () => Promise.reject(new Error("not called")),
+      },
+      new TicketBook(1_000),
+    ).map((r) => `${r.method} ${r.path}`),
   ];
 }
 

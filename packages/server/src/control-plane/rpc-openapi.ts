@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ticketSchema } from "./processes-schemas.js";
 import { describeRoute, type DocumentedRoute } from "./schema-route.js";
 
 // `/v2/rpc` is served by `transport/rpc-routes.ts` with its own parsing; these schemas only describe it.
@@ -60,9 +61,10 @@ export const rpcDocumentation: DocumentedRoute[] = [
   describeRoute({
     method: "GET",
     path: "/v2/rpc",
-    summary: "Stream the connection's messages (SSE)",
+    summary: "Stream the connection's messages (SSE), or upgrade to a WebSocket",
     description:
-      "Events carry ids `<epoch>.<seq>`; reconnect with Last-Event-ID to replay what was missed. The first event is a priming event with empty data.",
+      "Events carry ids `<epoch>.<seq>`; reconnect with Last-Event-ID to replay what was missed. The first event is a priming event with empty data. " +
+      "With `Upgrade: websocket` the connection travels over one WebSocket instead, one JSON-RPC message per text frame: without a connection id the first frame must be `initialize`; with one (header, or `?connectionId=` and `?lastEventId=`) the socket resumes after that event. Authenticate with Authorization or a `?ticket=` from POST /v2/rpc/ticket.",
     tags,
     headers: z.object({
       accept: z.string().describe("Must accept text/event-stream"),
@@ -77,6 +79,15 @@ export const rpcDocumentation: DocumentedRoute[] = [
       409: { description: "Another reader is attached" },
       410: { description: "Last-Event-ID can no longer be replayed" },
     },
+  }),
+  describeRoute({
+    method: "POST",
+    path: "/v2/rpc/ticket",
+    summary: "A short-lived single-use ticket for the /v2/rpc WebSocket",
+    description:
+      "For browsers, which cannot send Authorization on a WebSocket: pass it as ?ticket= on the upgrade within 30 s.",
+    tags,
+    responses: { 201: { description: "The ticket.", schema: ticketSchema } },
   }),
   describeRoute({
     method: "DELETE",

@@ -25,11 +25,13 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       reject(problems.badRequest(`The request body could not be read completely (${error.message}).`)),
     );
     // A request cut short (client gone, or a request timeout) may end with neither: the handler must not wait for ever.
-    req.once("close", () =>
-      reject(
-        new ProblemError(499, "client-closed", "Client Closed Request", "The request body was cut short."),
-      ),
-    );
+    // Every request closes, so the error (and its stack trace, ~70 µs) is made only for one that did not end.
+    req.once("close", () => {
+      if (!req.complete)
+        reject(
+          new ProblemError(499, "client-closed", "Client Closed Request", "The request body was cut short."),
+        );
+    });
   });
 }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { TicketBook } from "../http/tickets.js";
 import path from "node:path";
 import type { Logger } from "../log.js";
 import { baseEnvironment } from "../agents/env.js";
@@ -47,12 +47,13 @@ export class ProcessManager {
   private readonly processes = new Map<string, ManagedProcess>();
   /** Children of `run` requests: not listed, but counted and stopped on shutdown. */
   private readonly runs = new Set<ChildHandle>();
-  private readonly tickets = new Map<string, { processId: string; expiresAt: number }>();
+  private readonly tickets: TicketBook;
   private running = 0;
   private closed = false;
 
   constructor(private readonly options: ProcessManagerOptions) {
     this.limits = { ...DEFAULT_PROCESS_LIMITS, ...options.limits };
+    this.tickets = new TicketBook(this.limits.ticketTtlMs);
   }
 
   /** Starts a background process (on a terminal with `tty`). */
@@ -118,21 +119,12 @@ export class ProcessManager {
 
   /** A single-use ticket that authenticates one WebSocket upgrade to the process' terminal. */
   issueTicket(id: string): { ticket: string; expiresAt: string } {
-    const proc = this.get(id);
-    const now = Date.now();
-    for (const [ticket, entry] of this.tickets) if (entry.expiresAt <= now) this.tickets.delete(ticket);
-    const ticket = randomBytes(24).toString("base64url");
-    const expiresAt = now + this.limits.ticketTtlMs;
-    this.tickets.set(ticket, { processId: proc.id, expiresAt });
-    return { ticket, expiresAt: new Date(expiresAt).toISOString() };
+    return this.tickets.issue(this.get(id).id);
   }
 
   /** Consumes `ticket`: true when it was issued for process `id` and has not expired. */
   redeemTicket(ticket: string, id: string): boolean {
-    const entry = this.tickets.get(ticket);
-    if (!entry) return false;
-    this.tickets.delete(ticket);
-    return entry.processId === id && entry.expiresAt > Date.now();
+    return this.tickets.redeem(ticket, id);
   }
 
   /** Server shutdown: stops every process (SIGTERM, SIGKILL after the grace) and waits for them. */

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from "node:http";
-import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { ProblemError, problems } from "../http/problem.js";
-import { checkHost, checkOrigin, hasBearerToken, type SecurityOptions } from "../http/security.js";
+import { problems } from "../http/problem.js";
+import { checkUpgrade, refuseUpgrade, type UpgradeHandler } from "../http/upgrade.js";
+import type { SecurityOptions } from "../http/security.js";
 import type { Logger } from "../log.js";
 import { ProcessError } from "./command.js";
 import type { ProcessManager } from "./manager.js";
@@ -14,8 +14,6 @@ export interface TerminalSocketDeps {
   security: SecurityOptions;
   logger: Logger;
 }
-
-export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 const TERMINAL_PATH = /^\/v2\/processes\/([^/]+)\/terminal$/;
 /** Output queued on a viewer's socket beyond which it gets no more until it drains. */
@@ -39,7 +37,7 @@ export function terminalUpgradeHandler(deps: TerminalSocketDeps): UpgradeHandler
       const proc = admit(req, deps);
       wss.handleUpgrade(req, socket, head, (ws) => new TerminalViewer(ws, proc, deps));
     } catch (error) {
-      refuse(socket, error, deps.logger);
+      refuseUpgrade(socket, error, deps.logger);
     }
   };
 }
@@ -48,22 +46,8 @@ function admit(req: IncomingMessage, deps: TerminalSocketDeps): ManagedProcess {
   const url = new URL(req.url ?? "/", "http://localhost");
   const match = TERMINAL_PATH.exec(url.pathname);
   if (!match) throw problems.notFound(`No WebSocket endpoint at ${url.pathname}.`);
-  checkHost(req, deps.security);
-  checkOrigin(req, deps.security);
   const id = decodeURIComponent(match[1]!);
-  const ticket = url.searchParams.get("ticket");
-  const authorized =
-    ticket !== null ? deps.manager.redeemTicket(ticket, id) : hasBearerToken(req, deps.security);
-  if (!authorized) {
-    throw ticket !== null
-      ? new ProblemError(
-          401,
-          "unauthorized",
-          "Unauthorized",
-          "The ticket is unknown, used or expired; get a new one.",
-        )
-      : problems.unauthorized();
-  }
+  checkUpgrade(req, url, deps.security, (ticket) => deps.manager.redeemTicket(ticket, id));
   let proc: ManagedProcess;
   try {
     proc = deps.manager.get(id);
@@ -72,26 +56,6 @@ function admit(req: IncomingMessage, deps: TerminalSocketDeps): ManagedProcess {
   }
   if (!proc.spec.tty) throw problems.conflict(`Process ${id} has no terminal; create it with tty: true.`);
   return proc;
-}
-
-/** Answers a refused upgrade with a plain HTTP problem response and closes the socket. */
-function refuse(socket: Duplex, error: unknown, logger: Logger): void {
-  const problem =
-    error instanceof ProblemError
-      ? error
-      : problems.internal(error instanceof Error ? error.message : String(error));
-  if (!(error instanceof ProblemError)) logger.error("terminal upgrade failed", { error: String(error) });
-  const body = JSON.stringify(problem.problem);
-  const headers = {
-    ...problem.headers,
-    "content-type": "application/problem+json",
-    "content-length": String(Buffer.byteLength(body)),
-    connection: "close",
-  };
-  const head = Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join("");
-  socket.end(`HTTP/1.1 ${problem.problem.status} ${problem.problem.title}\r\n${head}\r\n${body}`);
 }
 
 /** Control messages a viewer may send as text; bytes are sent as binary messages. */

@@ -65,6 +65,8 @@ const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
 
 export interface ConnectionOptions {
+  /** The connection's id, when the transport had to name it before it started; default: a new UUID. */
+  id?: string;
   agent: AgentDefinition;
   env: Record<string, string>;
   cwd?: string;
@@ -84,7 +86,7 @@ export interface ConnectionOptions {
  * pending requests. Nothing here knows HTTP.
  */
 export class Connection implements ConnectionApi {
-  readonly id = randomUUID();
+  readonly id: string;
   /** Prefix of this connection's event ids, so a cursor from another connection is recognised. */
   readonly epoch = randomBytes(4).toString("hex");
   readonly agentId: string;
@@ -114,6 +116,7 @@ export class Connection implements ConnectionApi {
   private readonly textChunkFastPath: boolean;
 
   constructor(private readonly options: ConnectionOptions) {
+    this.id = options.id ?? randomUUID();
     this.agentId = options.agent.id;
     this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
     const { limits } = options;

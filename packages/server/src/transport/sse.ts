@@ -1,13 +1,12 @@
 /**
  * Server-sent events: the one module that writes `text/event-stream` bodies (the `/v2/rpc`
- * connection stream, process logs, install progress) and owns the `/v2/rpc` event id format in
- * both directions (`<epoch>.<seq>` out, `Last-Event-ID` → cursor in). A connection's stream is
- * built from the runtime's outbound reader (`streamConnection`); another transport (a WebSocket)
- * would read the same reader.
+ * connection stream, process logs, install progress). A connection's stream is built from the
+ * runtime's outbound reader (`streamConnection`); the WebSocket transport (`websocket.ts`) reads
+ * the same reader.
  */
 import type { ServerResponse } from "node:http";
-import { problems } from "../http/problem.js";
 import type { Connection, EventBatch } from "../runtime/connection.js";
+import { eventId } from "./event-ids.js";
 
 export interface SseOptions {
   /** Interval of `:` keep-alive comments; none when unset. */
@@ -110,39 +109,10 @@ export class SseResponse {
   }
 }
 
-// ---- /v2/rpc event ids -------------------------------------------------------------------------
+// ---- the /v2/rpc connection stream ------------------------------------------------------------
 
 /** Largest amount of event data put into one socket write. */
-const WRITE_BATCH_BYTES = 64 * 1024;
-
-/**
- * An event's id: the connection's epoch (so that a cursor from another connection is recognised)
- * and its sequence number.
- */
-export function eventId(epoch: string, seq: number): string {
-  return `${epoch}.${seq}`;
-}
-
-const EVENT_ID = /^([0-9a-f]{8})\.(\d{1,15})$/;
-
-/**
- * The cursor a `Last-Event-ID` names on `conn`: `undefined` without one; a 400 problem when it is
- * malformed, a 410 when it belongs to another connection, was never sent, or is older than what
- * the connection can still replay.
- */
-export function cursorOf(conn: Connection, lastEventId: string | undefined): number | undefined {
-  if (lastEventId === undefined) return undefined;
-  const m = EVENT_ID.exec(lastEventId);
-  if (!m) throw problems.badRequest(`Malformed Last-Event-ID ${JSON.stringify(lastEventId)}.`);
-  const seq = Number(m[2]);
-  if (m[1] !== conn.epoch || !conn.canReplayFrom(seq)) {
-    throw problems.gone(
-      "Last-Event-ID is not in this connection's replay log (evicted or foreign); events after it can't be replayed.",
-      { oldestEventId: eventId(conn.epoch, conn.oldestCursor) },
-    );
-  }
-  return seq;
-}
+export const WRITE_BATCH_BYTES = 64 * 1024;
 
 function framed(epoch: string, batch: EventBatch): string {
   let text = "";

@@ -1,0 +1,309 @@
+#!/usr/bin/env node
+// Benchmark: this server against the Rust `sandbox-agent` 0.4.2 binary, side by side in one run with
+// the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
+//   node bench/rust-peer.mjs [--install] [--quick] [--json]
+// The Rust binary is a prebuilt executable, so it is never a dependency of this repository:
+// `--install` puts `@sandbox-agent/cli-linux-x64@0.4.2` into bench/.rust-peer/ (gitignored), or
+// point SANDBOX_AGENT_RUST_BIN at one. Always run with `--no-telemetry`.
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
+import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const peerDir = path.join(here, ".rust-peer");
+const PEER_PACKAGE = "@sandbox-agent/cli-linux-x64@0.4.2";
+const quick = process.argv.includes("--quick");
+const asJson = process.argv.includes("--json");
+const STARTS = quick ? 3 : 7;
+const COLD_REQUESTS = 500;
+const WARM_REQUESTS = quick ? 300 : 1000;
+const STREAM_EVENTS = quick ? 20_000 : 100_000;
+const STREAM_ROUNDS = quick ? 1 : 3;
+const CONNECTIONS = 50;
+
+const log = (...a) => !asJson && console.error(...a);
+const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
+const mib = (bytes) => Math.round((bytes / 1048576) * 10) / 10;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (values) => percentile(values, 50);
+
+function peerBinary() {
+  if (process.env.SANDBOX_AGENT_RUST_BIN) return process.env.SANDBOX_AGENT_RUST_BIN;
+  const bin = path.join(peerDir, "node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent");
+  if (!existsSync(bin) && process.argv.includes("--install")) {
+    mkdirSync(peerDir, { recursive: true });
+    writeFileSync(path.join(peerDir, "package.json"), '{"private":true}\n');
+    execFileSync("npm", ["install", "--no-save", "--ignore-scripts", "--prefix", peerDir, PEER_PACKAGE], {
+      stdio: "inherit",
+    });
+  }
+  if (!existsSync(bin))
+    throw new Error(
+      `No Rust peer: run with --install (puts ${PEER_PACKAGE} in bench/.rust-peer) or set SANDBOX_AGENT_RUST_BIN.`,
+    );
+  chmodSync(bin, 0o755);
+  return bin;
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The Rust server with its `mock` agent's launcher replaced by our mock agent. */
+async function startPeer(bin) {
+  const data = tempDir("rust-peer-");
+  const launcher = path.join(data, "sandbox-agent/bin/agent_processes/mock-acp");
+  mkdirSync(path.dirname(launcher), { recursive: true });
+  writeFileSync(launcher, `#!/bin/sh\nexec "${process.execPath}" "${mockAgentBin}" "$@"\n`);
+  chmodSync(launcher, 0o755);
+  const port = await freePort();
+  const env = { ...process.env, XDG_DATA_HOME: data, HOME: data };
+  const started = performance.now();
+  const child = spawn(bin, ["server", "--no-telemetry", "--no-token", "--port", String(port)], {
+    stdio: "ignore",
+    env,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    const ok = await fetch(`${url}/v1/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+  }
+  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function request(url, method, headers, body, signal) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers, agent, signal }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** One ACP connection over either server's HTTP transport, with its SSE stream open. */
+class Connection {
+  static seq = 0;
+  constructor(kind, base) {
+    this.kind = kind;
+    this.base = base;
+    this.pending = new Map();
+    this.onUpdate = () => {};
+    this.nextId = 1;
+    this.url = kind === "ours" ? `${base}/v2/rpc` : `${base}/v1/acp/bench-${process.pid}-${Connection.seq++}`;
+  }
+
+  async open() {
+    const init = {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: 1, clientCapabilities: {} },
+    };
+    const headers = { "content-type": "application/json", accept: "application/json" };
+    if (this.kind === "ours") init.params._meta = { "sandboxagent.dev": { agent: "mock" } };
+    const res = await request(
+      this.kind === "ours" ? this.url : `${this.url}?agent=mock`,
+      "POST",
+      headers,
+      JSON.stringify(init),
+    );
+    if (res.status !== 200) throw new Error(`${this.kind} initialize: ${res.status} ${res.text}`);
+    this.headers = this.kind === "ours" ? { "acp-connection-id": res.headers["acp-connection-id"] } : {};
+    await new Promise((resolve, reject) => {
+      const req = http.get(
+        this.url,
+        { headers: { accept: "text/event-stream", ...this.headers }, agent },
+        (res) => {
+          this.sse = res;
+          const feed = sseSplitter((_event, data) => this.onMessage(JSON.parse(data)));
+          res.setEncoding("utf8").on("data", feed);
+          resolve();
+        },
+      );
+      req.on("error", reject);
+    });
+  }
+
+  onMessage(message) {
+    if (message.method === "session/update") return this.onUpdate(message);
+    const waiter = message.id !== undefined && this.pending.get(message.id);
+    if (waiter) {
+      this.pending.delete(message.id);
+      waiter(message);
+    }
+  }
+
+  /** Sends a request; resolves with its response (from the SSE stream, or the Rust POST's body). */
+  async call(method, params) {
+    const id = this.nextId++;
+    const answered = new Promise((resolve) => this.pending.set(id, resolve));
+    const res = await request(
+      this.url,
+      "POST",
+      { "content-type": "application/json", accept: "application/json", ...this.headers },
+      JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    );
+    if (res.status === 200 && res.text) {
+      this.pending.delete(id);
+      return JSON.parse(res.text);
+    }
+    if (res.status !== 202) throw new Error(`${this.kind} ${method}: ${res.status} ${res.text}`);
+    return answered;
+  }
+
+  async close() {
+    this.sse?.destroy();
+    // The Rust peer may hold a DELETE open; the bench does not wait for it.
+    await request(this.url, "DELETE", this.headers, undefined, AbortSignal.timeout(2000)).catch(
+      () => undefined,
+    );
+  }
+}
+
+async function session(conn) {
+  return (await conn.call("session/new", { cwd: "/tmp", mcpServers: [] })).result.sessionId;
+}
+
+async function measureStart(kind, bin) {
+  const server = kind === "ours" ? await startServer() : await startPeer(bin);
+  await sleep(1000);
+  const idle = rss(server.child.pid);
+  server.stop();
+  return { startMs: server.startMs, idleRss: idle };
+}
+
+/** The first requests of a fresh connection: prompt latency per request, then warm CPU per request. */
+async function measureRequests(kind, server) {
+  const conn = new Connection(kind, server.url);
+  await conn.open();
+  const sessionId = await session(conn);
+  const prompt = (text) => conn.call("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+  const cold = [];
+  for (let i = 0; i < COLD_REQUESTS; i++) {
+    const t = performance.now();
+    await prompt("echo ping");
+    cold.push(performance.now() - t);
+  }
+  const cpu0 = cpuMs(server.child.pid);
+  const t0 = performance.now();
+  for (let i = 0; i < WARM_REQUESTS; i++) await prompt("echo ping");
+  const warmMs = performance.now() - t0;
+  const cpuPerRequestUs = ((cpuMs(server.child.pid) - cpu0) * 1000) / WARM_REQUESTS;
+  await conn.close();
+  return {
+    coldP50: percentile(cold, 50),
+    coldP99: percentile(cold, 99),
+    warmMean: warmMs / WARM_REQUESTS,
+    cpuPerRequestUs,
+  };
+}
+
+async function measureStream(kind, server) {
+  const conn = new Connection(kind, server.url);
+  await conn.open();
+  const sessionId = await session(conn);
+  let count = 0;
+  let ordered = true;
+  conn.onUpdate = (m) => {
+    const text = m.params.update.content?.text;
+    if (text !== `chunk ${count + 1} `) ordered = false;
+    count++;
+  };
+  const t = performance.now();
+  await conn.call("session/prompt", {
+    sessionId,
+    prompt: [{ type: "text", text: `chunks ${STREAM_EVENTS}` }],
+  });
+  const ms = performance.now() - t;
+  // The Rust POST answers when the turn ends; give late updates a moment to arrive before counting.
+  let last = -1;
+  while (last !== count) {
+    last = count;
+    await sleep(300);
+  }
+  await conn.close();
+  return { eventsPerSec: (count / ms) * 1000, lost: STREAM_EVENTS - count, ordered };
+}
+
+async function measureConnections(kind, server) {
+  const conns = [];
+  for (let i = 0; i < CONNECTIONS; i++) {
+    const conn = new Connection(kind, server.url);
+    await conn.open();
+    conns.push(conn);
+  }
+  await sleep(1000);
+  const bytes = rss(server.child.pid);
+  await Promise.all(conns.map((c) => c.close()));
+  return bytes;
+}
+
+async function main() {
+  const bin = peerBinary();
+  const kinds = ["ours", "rust"];
+  const starts = { ours: [], rust: [] };
+  for (let i = 0; i < STARTS; i++) for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
+  log("start and idle RSS measured");
+  const results = {};
+  for (const kind of kinds) {
+    const server = kind === "ours" ? await startServer() : await startPeer(bin);
+    const requests = await measureRequests(kind, server);
+    log(kind, "requests", requests);
+    results[kind] = { requests, server };
+  }
+  const streams = { ours: [], rust: [] };
+  for (let i = 0; i < STREAM_ROUNDS; i++)
+    for (const kind of kinds) streams[kind].push(await measureStream(kind, results[kind].server));
+  log("streams", streams);
+  for (const kind of kinds) {
+    results[kind].rss50 = await measureConnections(kind, results[kind].server);
+    results[kind].server.stop();
+  }
+  const summary = {};
+  for (const kind of kinds) {
+    const s = streams[kind];
+    summary[kind] = {
+      startMs: Math.round(median(starts[kind].map((x) => x.startMs))),
+      idleRssMiB: mib(median(starts[kind].map((x) => x.idleRss))),
+      coldP50Ms: Number(results[kind].requests.coldP50.toFixed(3)),
+      coldP99Ms: Number(results[kind].requests.coldP99.toFixed(3)),
+      warmMeanMs: Number(results[kind].requests.warmMean.toFixed(3)),
+      cpuPerWarmRequestUs: Math.round(results[kind].requests.cpuPerRequestUs),
+      rss50MiB: mib(results[kind].rss50),
+      streamEventsPerSec: Math.round(median(s.map((x) => x.eventsPerSec))),
+      streamLostPct: Number(
+        ((s.reduce((a, x) => a + x.lost, 0) / (STREAM_EVENTS * s.length)) * 100).toFixed(2),
+      ),
+      streamInOrder: s.every((x) => x.ordered),
+    };
+  }
+  if (asJson) return console.log(JSON.stringify(summary, null, 2));
+  const rows = Object.keys(summary.ours).map((key) => {
+    const [a, b] = [summary.ours[key], summary.rust[key]];
+    const ratio = typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";
+    return `| ${key} | ${a} | ${b} | ${ratio} |`;
+  });
+  console.log(
+    ["| figure | ours | Rust 0.4.2 | ours / Rust |", "| --- | --- | --- | --- |", ...rows].join("\n"),
+  );
+}
+
+runMain(main);

@@ -1,0 +1,92 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { SessionNotification } from "@agentclientprotocol/sdk";
+import { startProxy, startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { WebSocket } from "ws";
+import { AcpHttpClient, type AcpEnvelope, type WebSocketConstructor } from "../src/index.js";
+import { initParams, text } from "./helpers.js";
+
+const TOKEN = "ws-client-token";
+
+describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server", { timeout: 120_000 }, () => {
+  let server: RunningServer;
+  const clients: AcpHttpClient[] = [];
+  before(async () => void (server = await startServer({ token: TOKEN })));
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await server.stop();
+  });
+
+  function connect(baseUrl: string): AcpHttpClient {
+    const client = new AcpHttpClient({
+      baseUrl,
+      token: TOKEN,
+      transport: "websocket",
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+      requestTimeoutMs: 30_000,
+      reconnect: { initialDelayMs: 50, maxAttempts: 5 },
+    });
+    clients.push(client);
+    return client;
+  }
+
+  function collectChunks(client: AcpHttpClient): string[] {
+    const chunks: string[] = [];
+    client.onNotification("session/update", (n: SessionNotification) => {
+      if (n.update.sessionUpdate === "agent_message_chunk" && n.update.content.type === "text")
+        chunks.push(n.update.content.text);
+    });
+    return chunks;
+  }
+
+  it("runs a turn with a permission round trip (the token travels as a single-use ticket)", async () => {
+    const client = connect(server.baseUrl);
+    await client.initialize(initParams());
+    assert.ok(client.connectionId);
+    client.onRequest("session/request_permission", () => ({
+      outcome: { outcome: "selected" as const, optionId: "allow_once" },
+    }));
+    const chunks = collectChunks(client);
+    const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    const result = await client.prompt({ sessionId, prompt: text("chunks 3\npermission go") });
+    assert.equal(result.stopReason, "end_turn");
+    assert.deepEqual(chunks.slice(0, 3), ["chunk 1 ", "chunk 2 ", "chunk 3 "]);
+    assert.ok(chunks.includes("permission: selected allow_once"));
+    await client.close();
+    // A deliberate close ends the connection on the server.
+    const id = client.connectionId!;
+    await waitFor(async () => {
+      const res = await fetch(`${server.baseUrl}/v2/rpc`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${TOKEN}`, "acp-connection-id": id },
+      });
+      return res.status === 404;
+    });
+  });
+
+  it("resumes after the socket is cut mid-turn: every update exactly once, with counted event ids", async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const client = connect(proxy.baseUrl);
+      const envelopes: AcpEnvelope[] = [];
+      client.onEnvelope((e) => envelopes.push(e));
+      await client.initialize(initParams());
+      const chunks = collectChunks(client);
+      const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+      const COUNT = 4000;
+      const turn = client.prompt({ sessionId, prompt: text(`chunks ${COUNT}`) });
+      await waitFor(() => chunks.length >= 200, 20_000, "200 chunks");
+      assert.ok(proxy.cutStreams() >= 1, "the socket was cut");
+      assert.equal((await turn).stopReason, "end_turn");
+      assert.deepEqual(
+        chunks,
+        Array.from({ length: COUNT }, (_, i) => `chunk ${i + 1} `),
+      );
+      assert.ok(proxy.gets() >= 2, "the client reconnected");
+      const ids = envelopes.filter((e) => e.direction === "inbound" && e.eventId).map((e) => e.eventId!);
+      assert.equal(new Set(ids).size, ids.length, "no event id twice");
+    } finally {
+      await proxy.stop();
+    }
+  });
+});
