@@ -22,6 +22,13 @@ import type { JsonRpcMessage } from "./protocol.js";
 import type { ConnectionExtension } from "./runtime/extension.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 import { OrphanGuard } from "./runtime/orphan-guard.js";
+import {
+  DEFAULT_EVENT_LOG_OPTIONS,
+  diskStore,
+  memoryStore,
+  type EventLogOptions,
+  type EventStore,
+} from "./store/event-store.js";
 import { rpcRoutes } from "./transport/rpc-routes.js";
 import { isInspectorPath } from "./ui/public-path.js";
 
@@ -47,6 +54,8 @@ export interface ServerOptions {
   limits?: Partial<RuntimeLimits>;
   /** Limits of the process API (`/v2/processes`). */
   processLimits?: Partial<ProcessLimits>;
+  /** The event log: on disk under `dataDir` (default) or `inMemory`, `fsync`, retention. */
+  eventLog?: Partial<EventLogOptions>;
   logLevel?: LogLevel;
   logger?: Logger;
 }
@@ -105,11 +114,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   const registry = new AgentRegistry(options.agents, options.dataDir);
   const guard = new OrphanGuard(limits.killGraceMs, logger);
+  const store = openStore(options, logger);
   const connections = new ConnectionRegistry({
     idleMs: limits.idleMs,
     maxConnections: limits.maxConnections,
     logger,
     guard,
+    store,
   });
   const processes = new ProcessManager({ workdir, limits: options.processLimits, logger });
   const fsRoot = options.fsRoot ?? workdir;
@@ -224,6 +235,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Stop accepting now; Node also closes idle keep-alive sockets here.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await Promise.all([connections.shutdown(), processes.shutdown()]);
+    store.close();
     guard.close();
     // Answers still being written (e.g. the 503 of an initialize whose agent the shutdown just
     // stopped) get a moment to go out before every socket is closed.
@@ -241,6 +253,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     close: () => (closing ??= shutdown()),
     hurry: () => connections.hurry(),
   };
+}
+
+/** The event log: in `<dataDir>/event-log/` unless `eventLog.inMemory`. */
+function openStore(options: ServerOptions, logger: Logger): EventStore {
+  const eventLog = { ...DEFAULT_EVENT_LOG_OPTIONS, ...options.eventLog };
+  if (eventLog.inMemory) return memoryStore();
+  return diskStore(options.dataDir, eventLog, (message, fields) => logger.error(message, fields));
 }
 
 /** At most how long shutdown waits for answers in progress once every agent is gone. */

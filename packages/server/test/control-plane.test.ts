@@ -8,6 +8,7 @@ import type { OpenApiDocument } from "../src/control-plane/schema-route.js";
 import { createLogger } from "../src/log.js";
 import { ProcessManager } from "../src/processes/manager.js";
 import { ConnectionRegistry } from "../src/runtime/connections.js";
+import { memoryStore } from "../src/store/event-store.js";
 import { RPC_PATH } from "../src/transport/rpc-routes.js";
 
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
@@ -22,7 +23,12 @@ function operationsOf(doc: OpenApiDocument): string[] {
 /** The route table the server builds (served from start, and loaded on first use), listed without serving it. */
 function routeTable(): string[] {
   const logger = createLogger("error");
-  const connections = new ConnectionRegistry({ idleMs: 60_000, maxConnections: 1, logger });
+  const connections = new ConnectionRegistry({
+    idleMs: 60_000,
+    maxConnections: 1,
+    logger,
+    store: memoryStore(),
+  });
   const routes = controlPlaneRoutes({
     registry: new AgentRegistry({}, tempDir()),
     connections,

@@ -1,4 +1,3 @@
-import { randomBytes, randomUUID } from "node:crypto";
 import type { AgentDefinition } from "../agents/types.js";
 import { shortId, type Logger } from "../log.js";
 import { AgentProcess, type AgentExit } from "./agent-process.js";
@@ -12,6 +11,7 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
+import type { ConnectionLog } from "../store/event-store.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import type { RuntimeLimits } from "./options.js";
@@ -65,6 +65,11 @@ const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
 
 export interface ConnectionOptions {
+  /** The connection's id, and the prefix of its event ids (so a cursor from another connection is recognised). */
+  id: string;
+  epoch: string;
+  /** Where its events go (memory or disk). */
+  log: ConnectionLog;
   agent: AgentDefinition;
   env: Record<string, string>;
   cwd?: string;
@@ -84,9 +89,8 @@ export interface ConnectionOptions {
  * pending requests. Nothing here knows HTTP.
  */
 export class Connection implements ConnectionApi {
-  readonly id = randomUUID();
-  /** Prefix of this connection's event ids, so a cursor from another connection is recognised. */
-  readonly epoch = randomBytes(4).toString("hex");
+  readonly id: string;
+  readonly epoch: string;
   readonly agentId: string;
   readonly sessionIds = new Set<string>();
   state: ConnectionState = "initializing";
@@ -114,10 +118,12 @@ export class Connection implements ConnectionApi {
   private readonly textChunkFastPath: boolean;
 
   constructor(private readonly options: ConnectionOptions) {
+    this.id = options.id;
+    this.epoch = options.epoch;
     this.agentId = options.agent.id;
     this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
     const { limits } = options;
-    this.outbound = new Outbound(new EventLog(limits), {
+    this.outbound = new Outbound(new EventLog(options.log), {
       maxBufferedBytes: limits.maxBufferedBytes,
       stallMs: limits.stallMs,
       pause: () => this.agent.pauseOutput(),
@@ -127,6 +133,13 @@ export class Connection implements ConnectionApi {
         this.safely("stall", () => this.abandon("output_stalled", { stallMs: limits.stallMs }));
       },
       readerChanged: () => (this.lastActivity = Date.now()),
+      corrupt: (error) =>
+        this.logger.error("event log segment is corrupt; its events are dropped", {
+          connection: shortId(this.id),
+          file: error.file,
+          offset: error.offset,
+          throughSeq: error.throughSeq,
+        }),
     });
     this.agent = new AgentProcess(options.agent.spec, {
       env: options.env,
@@ -397,6 +410,7 @@ export class Connection implements ConnectionApi {
       clearTimeout(this.endedTimer);
       this.options.onClosed(this);
       this.outbound.close();
+      this.options.log.remove();
       this.markClosed();
       if (previous === "open")
         for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);

@@ -1,4 +1,6 @@
+import { randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "../log.js";
+import type { EventStore } from "../store/event-store.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 
@@ -19,6 +21,8 @@ export interface RegistryOptions {
   maxConnections: number;
   logger: Logger;
   guard?: OrphanGuard;
+  /** Where connections keep their events. */
+  store: EventStore;
 }
 
 /** All live connections of the server, with idle expiry. */
@@ -45,11 +49,17 @@ export class ConnectionRegistry {
    * is called. Throws `ConnectionRefused` at the cap and once shutdown has begun, so no agent can
    * start after the shutdown took its list of agents to stop.
    */
-  create(options: Omit<ConnectionOptions, "onClosed" | "guard">): Connection {
+  create(options: Omit<ConnectionOptions, "onClosed" | "guard" | "id" | "epoch" | "log">): Connection {
     if (this.shuttingDown) throw new ConnectionRefused("shutting_down", "The server is shutting down.");
     this.checkCapacity();
+    const id = randomUUID();
+    const { replayEvents, replayBytes } = options.limits;
+    const log = this.options.store.createLog(id, { maxEvents: replayEvents, maxBytes: replayBytes });
     const conn = new Connection({
       ...options,
+      id,
+      epoch: randomBytes(4).toString("hex"),
+      log,
       guard: this.options.guard,
       onClosed: (c) => this.connections.delete(c.id),
     });

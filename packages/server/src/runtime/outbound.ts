@@ -1,3 +1,4 @@
+import { CorruptLogError } from "../store/event-store.js";
 import type { EventBatch, EventLog } from "./event-log.js";
 
 /** What a transport is told about its reader. */
@@ -34,6 +35,8 @@ export interface OutboundOptions {
   stalled(pendingBytes: number): void;
   /** A reader was opened or closed (the connection's idle clock restarts). */
   readerChanged(): void;
+  /** A segment on disk could not be read: the events through `error.throughSeq` are dropped. */
+  corrupt(error: CorruptLogError): void;
 }
 
 /**
@@ -53,7 +56,10 @@ export class Outbound {
   constructor(
     readonly log: EventLog,
     private readonly options: OutboundOptions,
-  ) {}
+  ) {
+    // Events become readable once written (with `fsync`, once synced; after a failed write, once retried).
+    log.store.onDurable = () => this.reader?.listener.readable();
+  }
 
   get hasReader(): boolean {
     return this.reader !== undefined;
@@ -67,8 +73,10 @@ export class Outbound {
     if (!this.notifyScheduled) {
       this.notifyScheduled = true;
       // Lines parsed from one stdout chunk arrive synchronously: the reader gets them in one batch.
+      // They are written to the store together, before any of them can be read (write before deliver).
       queueMicrotask(() => {
         this.notifyScheduled = false;
+        this.log.store.commit();
         this.reader?.listener.readable();
       });
     }
@@ -113,8 +121,19 @@ export class Outbound {
   /** @internal */
   read(reader: Reader, maxBytes: number): EventBatch | undefined {
     if (reader !== this.reader) return undefined;
-    const batch = this.log.after(reader.cursor, maxBytes);
-    if (batch.data.length === 0) return undefined;
+    let batch: EventBatch | undefined;
+    try {
+      batch = this.log.after(reader.cursor, maxBytes);
+    } catch (error) {
+      if (!(error instanceof CorruptLogError)) throw error;
+      // What cannot be read is dropped; the reader reconnecting at its cursor is told so (410).
+      this.log.store.dropThrough(error.throughSeq);
+      this.options.corrupt(error);
+      this.detach(reader);
+      queueMicrotask(() => reader.listener.end());
+      return undefined;
+    }
+    if (batch === undefined) return undefined;
     reader.cursor = batch.first + batch.data.length - 1;
     this.log.markWritten(reader.cursor);
     this.updateBackpressure();
