@@ -130,7 +130,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const loadExtensions = () =>
     (extensions ??= import("./extensions/index.js").then((m) => [
       advertisementRecorder(options.dataDir),
-      ...m.sandboxExtensions({ logger, processes, fsRoot, workdir }),
+      ...m.sandboxExtensions({ logger, processes, fsRoot, workdir, sessions: store.table("sessions") }),
     ]));
 
   const launchOptions = {
@@ -141,6 +141,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logger,
   };
   const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
+  // Connections an earlier run left in the event log are back before the first request is served.
+  const recoveryStart = Date.now();
+  const recovered = await connections.recover({
+    limits,
+    logger,
+    extensions: loadExtensions,
+    relaunch: (record) => launch(record.initialize),
+  });
+  if (recovered > 0)
+    logger.info("recovered connections", { count: recovered, ms: Date.now() - recoveryStart });
 
   const router = new Router()
     .add(...rpcRoutes({ connections, limits, logger, extensions: loadExtensions, launch }))

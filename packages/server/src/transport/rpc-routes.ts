@@ -4,7 +4,7 @@ import { ProblemError, problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
 import { unavailable } from "../http/unavailable.js";
 import type { Logger } from "../log.js";
-import { InitializeError, type Connection } from "../runtime/connection.js";
+import { AgentUnavailableError, InitializeError, type Connection } from "../runtime/connection.js";
 import { ConnectionRefused, type ConnectionRegistry } from "../runtime/connections.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
 import { kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
@@ -71,7 +71,13 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
       `Request id ${JSON.stringify(message.id)} is already in flight on this connection.`,
     );
   }
-  await conn.receive(message, line);
+  try {
+    await conn.receive(message, line);
+  } catch (error) {
+    // A recovered connection whose agent could not be started again: it ended, and says why.
+    if (error instanceof AgentUnavailableError) throw endedProblem(conn);
+    throw error;
+  }
   res.writeHead(202).end();
 }
 
@@ -118,9 +124,7 @@ async function initialize(
   const create = (launch: Launch, extensions: ConnectionExtension[]): Connection => {
     try {
       return deps.connections.create({
-        agent: launch.agent,
-        env: launch.env,
-        cwd: launch.cwd,
+        launch,
         limits: deps.limits,
         logger: deps.logger,
         extensions,
