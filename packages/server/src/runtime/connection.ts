@@ -512,7 +512,7 @@ export class Connection implements ConnectionApi {
   forgetSession(sessionId: string): void {
     this.sessionIds.delete(sessionId);
     this.sessionCwds.delete(sessionId);
-    this.persist();
+    this.persistAfterCommit();
   }
 
   /** What a durable store keeps of the connection (`connection-record.ts`). */
@@ -532,9 +532,15 @@ export class Connection implements ConnectionApi {
     };
   }
 
+  /** Writes the record now: a request in flight is recorded before the agent can see it. */
   private persist(): void {
     if (this.initializeRequest !== undefined && this.state !== "closed" && this.state !== "initializing")
       this.options.persist?.(this);
+  }
+
+  /** Writes the record once the events appended in this turn are: an answer recorded is an answer logged. */
+  private persistAfterCommit(): void {
+    this.outbound.afterCommit(() => this.persist());
   }
 
   /** The oldest cursor a reader may still resume from. */
@@ -689,7 +695,7 @@ export class Connection implements ConnectionApi {
       if (!request) return undefined;
       this.pendingClient.delete(key);
       this.trackSession(request, message);
-      this.persist();
+      this.persistAfterCommit();
       let changed = false;
       for (const ext of this.options.extensions)
         changed = ext.agentResponse?.(message, request, this) || changed;
@@ -740,7 +746,7 @@ export class Connection implements ConnectionApi {
     this.sessionIds.add(sessionId);
     const cwd = isObject(params) && typeof params.cwd === "string" ? params.cwd : undefined;
     this.sessionCwds.set(sessionId, cwd);
-    this.persist();
+    this.persistAfterCommit();
   }
 
   private append(data: string): void {
@@ -789,7 +795,7 @@ export class Connection implements ConnectionApi {
       this.emit({ jsonrpc: "2.0", method: METHODS.ended, params: { sessionId, ...data } });
     }
     this.outbound.end();
-    this.persist();
+    this.persistAfterCommit();
     this.scheduleClose();
   }
 

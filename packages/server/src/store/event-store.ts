@@ -287,7 +287,6 @@ class DiskLog implements ConnectionLog {
   /** The newest seq written to the segments. */
   writtenSeq: number;
   private durable: number;
-  private oldest: number;
   failure: Error | undefined;
   onDurable: (() => void) | undefined;
 
@@ -299,7 +298,6 @@ class DiskLog implements ConnectionLog {
     this.window = new ByteWindow(limits, files.nextSeq, true);
     this.writtenSeq = files.nextSeq - 1;
     this.durable = this.writtenSeq;
-    this.oldest = files.oldestSeq;
   }
 
   get nextSeq(): number {
@@ -311,7 +309,8 @@ class DiskLog implements ConnectionLog {
   }
 
   get oldestCursor(): number {
-    return this.oldest - 1;
+    // Live: a new segment deletes old ones at once (retention), not only at the next checkpoint.
+    return this.files.oldestSeq - 1;
   }
 
   append(data: string): number {
@@ -355,12 +354,12 @@ class DiskLog implements ConnectionLog {
   }
 
   dropThrough(seq: number): void {
-    this.oldest = this.files.dropThrough(seq);
+    this.files.dropThrough(seq);
   }
 
   /** @internal Deletes segments past the retention limits. */
   retain(now: number): void {
-    this.oldest = this.files.retain(now);
+    this.files.retain(now);
   }
 
   close(): void {
