@@ -34,10 +34,19 @@ function serve(s: ServerSetup): Promise<RunningServer> {
   });
 }
 
-async function kill(server: RunningServer, signal: NodeJS.Signals): Promise<void> {
+/** Stops the server with `signal`; resolves once it exited and the client's stream ended. */
+async function kill(server: RunningServer, signal: NodeJS.Signals, sse: SseReader): Promise<void> {
   const exited = new Promise((resolve) => server.process.once("exit", resolve));
   server.process.kill(signal);
   await exited;
+  await sse.done;
+}
+
+/** A connection to the mock agent with its stream open and one session. */
+async function openSession(server: RunningServer) {
+  const conn = await RawConnection.open(server);
+  const sse = await conn.openSse(null);
+  return { conn, sse, sessionId: await conn.newSession(sse) };
 }
 
 /** The events that carried a message (not priming events, comments or retry hints). */
@@ -85,13 +94,10 @@ async function restartMidTurn(signal: NodeJS.Signals, turn: string, received: nu
   const s = setup();
   let server = await serve(s);
   try {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse(null);
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const promptId = await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] });
     await waitFor(() => sse.messages().length >= received, 30_000, `${received} events`);
-    await kill(server, signal);
-    await sse.done;
+    await kill(server, signal, sse);
     const before = delivered(sse.events);
     const epoch = epochOf(before[0]!.id);
 
@@ -160,12 +166,9 @@ describe("durable connections: the event log survives a server restart", () => {
     const s = setup();
     let server = await serve(s);
     try {
-      const conn = await RawConnection.open(server);
-      const sse = await conn.openSse(null);
-      const sessionId = await conn.newSession(sse);
+      const { conn, sse, sessionId } = await openSession(server);
       await conn.prompt(sse, sessionId, "chunks 500");
-      await kill(server, "SIGKILL");
-      await sse.done;
+      await kill(server, "SIGKILL", sse);
       const before = delivered(sse.events);
       const dir = path.join(s.dataDir, "event-log", conn.id);
       const last = readdirSync(dir)
@@ -206,8 +209,7 @@ describe("durable connections: the event log survives a server restart", () => {
       const sse = await conn.openSse(null);
       const sessionId = await conn.newSession(sse);
       await conn.prompt(sse, sessionId, "echo hello");
-      await kill(server, "SIGKILL");
-      await sse.done;
+      await kill(server, "SIGKILL", sse);
 
       server = await serve(s);
       const rest = await conn.on(server).openSse(sse.lastId());
@@ -224,9 +226,7 @@ describe("durable connections: the event log survives a server restart", () => {
     const s = setup();
     let server = await serve(s);
     try {
-      const conn = await RawConnection.open(server);
-      const sse = await conn.openSse(null);
-      const sessionId = await conn.newSession(sse);
+      const { conn, sse, sessionId } = await openSession(server);
       const set = await conn.call(sse, "_sandboxagent/session/set_metadata", {
         sessionId,
         metadata: { title: "kept across restarts", ticket: "T-1" },
@@ -236,8 +236,7 @@ describe("durable connections: the event log survives a server restart", () => {
       // Counters are written with the index's next checkpoint (about once a second), not per event.
       const journal = path.join(s.dataDir, "event-log", "index.journal");
       await waitFor(() => readFileSync(journal, "utf8").includes('"eventCount":2'), 10_000, "the checkpoint");
-      await kill(server, "SIGKILL");
-      await sse.done;
+      await kill(server, "SIGKILL", sse);
 
       server = await serve(s);
       const again = conn.on(server);
@@ -260,9 +259,7 @@ describe("durable connections: the event log survives a server restart", () => {
     const s = setup({ config: { eventLog: { segmentBytes: 32 * 1024, retentionBytes: 64 * 1024 } } });
     let server = await serve(s);
     try {
-      const conn = await RawConnection.open(server);
-      const sse = await conn.openSse(null);
-      const sessionId = await conn.newSession(sse);
+      const { conn, sse, sessionId } = await openSession(server);
       await answerTo(
         sse,
         await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: "chunks 5000" }] }),
@@ -270,8 +267,7 @@ describe("durable connections: the event log survives a server restart", () => {
       const epoch = epochOf(delivered(sse.events)[0]!.id);
       const old = await conn.get({ "last-event-id": `${epoch}.1` });
       assert.equal(old.status, 410, await old.text());
-      await kill(server, "SIGTERM");
-      await sse.done;
+      await kill(server, "SIGTERM", sse);
 
       server = await serve(s);
       const again = conn.on(server);
