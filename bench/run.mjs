@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Benchmark: the sandbox-agent server vs talking to the agent's stdio directly, measured in the
-// same run with the same agent (the built-in mock agent), so the ratios are comparable.
+// same run with the same agent (the built-in mock agent), so the ratios are comparable. The server
+// runs with its event log on disk (the default); the same server with `--in-memory` and with
+// `--fsync` is measured in the same run, so the cost of the disk log is a ratio too.
 //   node bench/run.mjs [--quick] [--json]
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -262,8 +264,10 @@ async function idleConnections() {
 }
 
 async function main() {
-  log("starting server…");
+  log("starting servers (event log on disk, in memory, on disk with --fsync)…");
   const server = await startServer();
+  const memoryServer = await startServer(["--in-memory"]);
+  const fsyncServer = await startServer(["--fsync"]);
   await new Promise((r) => setTimeout(r, 500));
   const idleRssMB = rss(server.child.pid) / 2 ** 20;
 
@@ -274,25 +278,42 @@ async function main() {
   log("latency: through the server…");
   const http = await HttpAgent.open(server.url);
   const httpRt = await roundTrips(http);
+  log("latency: through the server, event log in memory, then with --fsync…");
+  const memory = await HttpAgent.open(memoryServer.url);
+  const memoryRt = await roundTrips(memory);
+  const fsync = await HttpAgent.open(fsyncServer.url);
+  const fsyncRt = await roundTrips(fsync);
 
   // Alternating rounds, median of each: on 2 cores one run of either path moves by ±20 % with
   // scheduling, and a single pair would report that noise as the ratio.
   const directRounds = [];
   const httpRounds = [];
+  const memoryRounds = [];
+  const fsyncRounds = [];
   let serverCpuMs = 0;
+  let memoryCpuMs = 0;
   for (let round = 1; round <= THROUGHPUT_ROUNDS; round++) {
-    log(`throughput round ${round}/${THROUGHPUT_ROUNDS}: direct stdio, then through the server (SSE)…`);
+    log(`throughput round ${round}/${THROUGHPUT_ROUNDS}: direct stdio, the server (disk, memory, --fsync)…`);
     directRounds.push(await throughput(direct, directRt.sessionId));
-    const cpuBefore = cpuMs(server.child.pid);
+    let cpuBefore = cpuMs(server.child.pid);
     httpRounds.push(await throughput(http, httpRt.sessionId));
     serverCpuMs += cpuMs(server.child.pid) - cpuBefore;
+    cpuBefore = cpuMs(memoryServer.child.pid);
+    memoryRounds.push(await throughput(memory, memoryRt.sessionId));
+    memoryCpuMs += cpuMs(memoryServer.child.pid) - cpuBefore;
+    fsyncRounds.push(await throughput(fsync, fsyncRt.sessionId));
   }
   // CPU time is steadier than rates on a shared machine: the server's own cost per streamed event.
   const serverCpuPerEventUs = (serverCpuMs * 1000) / (THROUGHPUT_ROUNDS * STREAM_EVENTS);
+  const memoryCpuPerEventUs = (memoryCpuMs * 1000) / (THROUGHPUT_ROUNDS * STREAM_EVENTS);
   const directTp = medianRound(directRounds);
   const httpTp = medianRound(httpRounds);
+  const memoryTp = medianRound(memoryRounds);
+  const fsyncTp = medianRound(fsyncRounds);
   direct.close();
-  await http.close();
+  await Promise.all([http.close(), memory.close(), fsync.close()]);
+  memoryServer.stop();
+  fsyncServer.stop();
 
   log("cold start (initialize → session/new → prompt, new agent process each time)…");
   const cold = await coldStartLatency(server.url);
@@ -317,6 +338,17 @@ async function main() {
       ratio: httpTp.eventsPerSecond / directTp.eventsPerSecond,
       serverCpuPerEventUs,
     },
+    eventLog: {
+      latencyMs: {
+        memory: { p50: memoryRt.p50, p99: memoryRt.p99 },
+        disk: { p50: httpRt.p50, p99: httpRt.p99 },
+        fsync: { p50: fsyncRt.p50, p99: fsyncRt.p99 },
+      },
+      throughput: { memory: memoryTp, disk: httpTp, fsync: fsyncTp },
+      diskRatio: httpTp.eventsPerSecond / memoryTp.eventsPerSecond,
+      fsyncRatio: fsyncTp.eventsPerSecond / memoryTp.eventsPerSecond,
+      serverCpuPerEventUs: { memory: memoryCpuPerEventUs, disk: serverCpuPerEventUs },
+    },
     coldTurnMs: cold,
     idleRssMB,
     startToHealthyMs: server.startMs,
@@ -339,6 +371,14 @@ async function main() {
 | idle RSS (MB) | | ${f(idleRssMB, 1)} | | ≤ 60 MB |
 | start to healthy (ms) | | ${f(server.startMs, 0)} | | ≤ 300 ms |
 | ${IDLE_CONNECTIONS} concurrent idle connections (SSE open) | | ${idle.connections} up, ${idle.errors} errors, ${f(idle.serverRssMB, 1)} MB RSS | | no errors |
+
+| event log | in memory (\`--in-memory\`) | on disk (default) | on disk, \`--fsync\` | disk ÷ memory | target |
+| --- | --- | --- | --- | --- | --- |
+| prompt round trip p50 (ms) | ${f(memoryRt.p50)} | ${f(httpRt.p50)} | ${f(fsyncRt.p50)} | +${f(httpRt.p50 - memoryRt.p50)} ms | |
+| prompt round trip p99 (ms) | ${f(memoryRt.p99)} | ${f(httpRt.p99)} | ${f(fsyncRt.p99)} | +${f(httpRt.p99 - memoryRt.p99)} ms | p99 overhead over direct lower than before the disk log |
+| session/update throughput (events/s, median of ${THROUGHPUT_ROUNDS}) | ${f(memoryTp.eventsPerSecond, 0)} | ${f(httpTp.eventsPerSecond, 0)} | ${f(fsyncTp.eventsPerSecond, 0)} | ${f(results.eventLog.diskRatio * 100, 1)} % (fsync ${f(results.eventLog.fsyncRatio * 100, 1)} %) | ≥ 80 % |
+| server CPU per streamed event (µs) | ${f(memoryCpuPerEventUs)} | ${f(serverCpuPerEventUs)} | | | |
+| events lost / out of order | ${memoryTp.lost} / ${!memoryTp.inOrder} | ${httpTp.lost} / ${!httpTp.inOrder} | ${fsyncTp.lost} / ${!fsyncTp.inOrder} | | 0 |
 `);
 }
 

@@ -302,12 +302,24 @@ class HttpTransport {
     const headers = connectionHeaders(connectionId);
     if (sessionId !== undefined) headers[SESSION_HEADER] = sessionId;
     let response: Response;
-    try {
-      response = await this.send("POST", headers, JSON.stringify(message), this.options.postTimeoutMs);
-    } catch (error) {
-      if (this.isClosed) return;
-      // The server may or may not have the message: retrying could duplicate it.
-      throw this.fail(asError(error, "POST failed"));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        response = await this.send("POST", headers, JSON.stringify(message), this.options.postTimeoutMs);
+        break;
+      } catch (error) {
+        if (this.isClosed) return;
+        // Refused: nothing reached the server (restarting, say), so sending again cannot duplicate
+        // the message; the SSE stream rides through the same restart with its Last-Event-ID.
+        if (isConnectionRefused(error) && attempt <= this.options.reconnect.maxAttempts) {
+          await sleep(
+            this.reconnectDelay({ lastEventId: undefined, retryMs: undefined }, attempt),
+            this.abort.signal,
+          );
+          continue;
+        }
+        // Otherwise the server may or may not have the message: retrying could duplicate it.
+        throw this.fail(asError(error, "POST failed"));
+      }
     }
     if (response.ok) {
       await response.body?.cancel().catch(() => undefined);
@@ -583,6 +595,15 @@ function syntheticError(request: AnyRequest, error: AcpHttpError): AnyMessage {
 function asError(error: unknown, context: string): Error {
   const cause = error instanceof Error ? error : new Error(String(error));
   return new AcpConnectionLostError(`${context}: ${cause.message}`, { cause });
+}
+
+/** Whether a fetch failed because nothing listened at the address (`ECONNREFUSED` anywhere in its causes). */
+function isConnectionRefused(error: unknown): boolean {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    if (typeof e === "object" && "code" in e && e.code === "ECONNREFUSED") return true;
+    e = typeof e === "object" && "cause" in e ? e.cause : undefined;
+  }
+  return false;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

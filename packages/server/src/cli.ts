@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import type { ConfigFile } from "./config.js";
 import { defaultDataDir } from "./data-dir.js";
 import { isLoopback, startServer, type RunningServer } from "./server.js";
+import { StoreLockedError } from "./store/event-store.js";
 import type { LogLevel } from "./log.js";
 import { VERSION } from "./version.js";
 
@@ -29,7 +30,10 @@ Server options:
   --workdir DIR           working directory for agents (default: current directory)
   --fs-root DIR           root of the filesystem API /v2/fs/* (default: the workdir)
   --fs-max-upload BYTES   largest file upload accepted (default: unlimited)
-  --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent)
+  --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent);
+                          connections and their events are kept there and survive a restart
+  --in-memory             keep connections and events in memory only (tests, throwaway servers)
+  --fsync                 fdatasync events before delivering them, to survive a power loss too
   --log-level LEVEL       debug | info | warn | error (default info)
 
 SIGINT/SIGTERM stop every agent (SIGTERM, then SIGKILL after limits.killGraceMs) and exit; a second
@@ -60,6 +64,8 @@ async function serverCommand(argv: string[]): Promise<void> {
       "fs-root": { type: "string" },
       "fs-max-upload": { type: "string" },
       "data-dir": { type: "string" },
+      "in-memory": { type: "boolean" },
+      fsync: { type: "boolean" },
       "log-level": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -106,6 +112,11 @@ async function serverCommand(argv: string[]): Promise<void> {
     fsMaxUploadBytes: fsMaxUpload,
     limits: config.limits,
     processLimits: config.processes,
+    eventLog: {
+      ...config.eventLog,
+      ...(values["in-memory"] ? { inMemory: true } : {}),
+      ...(values.fsync ? { fsync: true } : {}),
+    },
     logLevel,
   });
   process.stdout.write(`sandbox-agent listening on ${running.url}\n`);
@@ -195,6 +206,11 @@ async function main(argv: string[]): Promise<void> {
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS")) {
     fail(error.message);
+  }
+  // A data directory in use by another server: the message says what to do, a stack would not help.
+  if (error instanceof StoreLockedError) {
+    process.stderr.write(`sandbox-agent: ${error.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(
     `sandbox-agent: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { AgentSpec } from "./agents/types.js";
 import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from "./processes/limits.js";
 import { LIMIT_NAMES, type RuntimeLimits } from "./runtime/options.js";
+import type { EventLogOptions } from "./store/event-store.js";
 
 const agentSpecSchema = z.strictObject({
   command: z.string().min(1),
@@ -24,6 +25,15 @@ const processLimitsSchema = z.strictObject(
   ) as { [K in keyof ProcessLimits]: z.ZodOptional<z.ZodNumber> },
 );
 
+const eventLogSchema = z.strictObject({
+  inMemory: z.boolean().optional(),
+  fsync: z.boolean().optional(),
+  fsyncIntervalMs: z.number().int().nonnegative().optional(),
+  segmentBytes: z.number().int().positive().optional(),
+  retentionBytes: z.number().int().positive().optional(),
+  retentionMs: z.number().int().positive().optional(),
+}) satisfies z.ZodType<Partial<EventLogOptions>>;
+
 /** The `--config FILE` format. Unknown keys are rejected so typos don't pass silently. */
 export const configFileSchema = z.strictObject({
   agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i), agentSpecSchema).optional(),
@@ -35,6 +45,8 @@ export const configFileSchema = z.strictObject({
   limits: limitsSchema.optional(),
   /** Limits of the process API (`/v2/processes`). */
   processes: processLimitsSchema.optional(),
+  /** The event log (see the README's "Durable connections"). */
+  eventLog: eventLogSchema.optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;

@@ -23,6 +23,13 @@ import type { JsonRpcMessage } from "./protocol.js";
 import type { ConnectionExtension } from "./runtime/extension.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 import { OrphanGuard } from "./runtime/orphan-guard.js";
+import {
+  DEFAULT_EVENT_LOG_OPTIONS,
+  diskStore,
+  memoryStore,
+  type EventLogOptions,
+  type EventStore,
+} from "./store/event-store.js";
 import { RPC_PATH, rpcRoutes } from "./transport/rpc-routes.js";
 import type { RpcSocketServer } from "./transport/websocket.js";
 import { isInspectorPath } from "./ui/public-path.js";
@@ -49,6 +56,8 @@ export interface ServerOptions {
   limits?: Partial<RuntimeLimits>;
   /** Limits of the process API (`/v2/processes`). */
   processLimits?: Partial<ProcessLimits>;
+  /** The event log: on disk under `dataDir` (default) or `inMemory`, `fsync`, retention. */
+  eventLog?: Partial<EventLogOptions>;
   logLevel?: LogLevel;
   logger?: Logger;
 }
@@ -107,11 +116,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   const registry = new AgentRegistry(options.agents, options.dataDir);
   const guard = new OrphanGuard(limits.killGraceMs, logger);
+  const store = openStore(options, logger);
   const connections = new ConnectionRegistry({
     idleMs: limits.idleMs,
     maxConnections: limits.maxConnections,
     logger,
     guard,
+    store,
   });
   const processes = new ProcessManager({ workdir, limits: options.processLimits, logger });
   const fsRoot = options.fsRoot ?? workdir;
@@ -121,7 +132,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const loadExtensions = () =>
     (extensions ??= import("./extensions/index.js").then((m) => [
       advertisementRecorder(options.dataDir),
-      ...m.sandboxExtensions({ logger, processes, fsRoot, workdir }),
+      ...m.sandboxExtensions({ logger, processes, fsRoot, workdir, sessions: store.table("sessions") }),
     ]));
 
   const launchOptions = {
@@ -132,6 +143,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logger,
   };
   const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
+  // Connections an earlier run left in the event log are back before the first request is served.
+  const recoveryStart = Date.now();
+  const recovered = await connections.recover({
+    limits,
+    logger,
+    extensions: loadExtensions,
+    relaunch: (record) => launch(record.initialize),
+  });
+  if (recovered > 0)
+    logger.info("recovered connections", { count: recovered, ms: Date.now() - recoveryStart });
 
   const rpc = { connections, limits, logger, extensions: loadExtensions, launch };
   const tickets = new TicketBook(RPC_TICKET_TTL_MS);
@@ -238,6 +259,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     void rpcSockets?.then((s) => s.close());
     await Promise.all([connections.shutdown(), processes.shutdown()]);
+    store.close();
     guard.close();
     // Answers still being written (e.g. the 503 of an initialize whose agent the shutdown just
     // stopped) get a moment to go out before every socket is closed.
@@ -259,6 +281,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
 /** Lifetime of a `/v2/rpc` WebSocket ticket. */
 const RPC_TICKET_TTL_MS = 30_000;
+
+/** The event log: in `<dataDir>/event-log/` unless `eventLog.inMemory`. */
+function openStore(options: ServerOptions, logger: Logger): EventStore {
+  const eventLog = { ...DEFAULT_EVENT_LOG_OPTIONS, ...options.eventLog };
+  if (eventLog.inMemory) return memoryStore();
+  return diskStore(options.dataDir, eventLog, (message, fields) => logger.error(message, fields));
+}
 
 /** At most how long shutdown waits for answers in progress once every agent is gone. */
 const SHUTDOWN_DRAIN_MS = 1000;

@@ -11,6 +11,7 @@ import { ConnectionRegistry } from "../src/runtime/connections.js";
 import { TicketBook } from "../src/http/tickets.js";
 import { DEFAULT_LIMITS } from "../src/runtime/options.js";
 import { rpcRoutes } from "../src/transport/rpc-routes.js";
+import { memoryStore } from "../src/store/event-store.js";
 
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
 
@@ -24,7 +25,12 @@ function operationsOf(doc: OpenApiDocument): string[] {
 /** The route table the server builds (served from start, and loaded on first use), listed without serving it. */
 function routeTable(): string[] {
   const logger = createLogger("error");
-  const connections = new ConnectionRegistry({ idleMs: 60_000, maxConnections: 1, logger });
+  const connections = new ConnectionRegistry({
+    idleMs: 60_000,
+    maxConnections: 1,
+    logger,
+    store: memoryStore(),
+  });
   const routes = controlPlaneRoutes({
     registry: new AgentRegistry({}, tempDir()),
     connections,

@@ -9,7 +9,11 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
   let server: RunningServer;
 
   before(async () => {
-    server = await startServer({ config: { limits: { keepAliveMs: 300, replayEvents: 50, retryMs: 250 } } });
+    // In memory, the replay log is the window of `replayEvents` (on disk, retention decides: durable.test.ts).
+    server = await startServer({
+      args: ["--in-memory"],
+      config: { limits: { keepAliveMs: 300, replayEvents: 50, retryMs: 250 } },
+    });
   });
   after(() => server.stop());
 

@@ -4,6 +4,8 @@ import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
 import { ClientCapabilitiesExtension } from "./client-capabilities.js";
 import { SandboxExtension } from "./sandbox-extension.js";
+import type { SessionRecord } from "./state.js";
+import type { StateTable } from "../store/event-store.js";
 
 export interface ExtensionDeps {
   logger: Logger;
@@ -13,13 +15,15 @@ export interface ExtensionDeps {
   fsRoot: string;
   /** Default working directory of ACP terminals. */
   workdir: string;
+  /** Where session records (metadata, counts) are kept: on disk with a data directory. */
+  sessions?: StateTable<SessionRecord>;
 }
 
 /** The Sandbox extensions (`_sandboxagent/*`, `_meta["sandboxagent.dev"]`) attached to every connection. */
 export function sandboxExtensions(deps: ExtensionDeps): ConnectionExtension[] {
   const fsRoot = { configured: deps.fsRoot, root: new FsRoot(deps.fsRoot) };
   return [
-    new SandboxExtension(deps.logger),
+    new SandboxExtension(deps.logger, deps.sessions),
     new ClientCapabilitiesExtension(
       { processes: deps.processes, fsRoot, workdir: deps.workdir },
       deps.logger,

@@ -105,6 +105,7 @@ function detach(ctx: MethodContext, params: unknown): Record<string, never> {
   ctx.state.muted.add(sessionId);
   cancelPermissions(ctx, sessionId);
   record.updatedMs = Date.now();
+  ctx.store.changed(record);
   return {};
 }
 
@@ -119,6 +120,7 @@ async function terminate(ctx: MethodContext, params: unknown): Promise<Record<st
   const close = ctx.state.agentCloses ? ctx.conn.request("session/close", { sessionId }) : undefined;
   record.ended = true;
   record.updatedMs = Date.now();
+  ctx.store.save(record);
   ctx.conn.forgetSession(sessionId);
   const closed = close ? await close : undefined;
   if (closed?.error)
@@ -144,6 +146,7 @@ async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<
   await applyToAgent(ctx, sessionId, metadata);
   record.metadata = mergedMetadata(record.metadata, metadata); // again: another call may have run meanwhile
   record.updatedMs = Date.now();
+  ctx.store.save(record);
   if ("title" in metadata && !ctx.state.muted.has(sessionId)) announceTitle(ctx, sessionId, record);
   return { _meta: { [META_KEY]: { ...record.metadata } } };
 }

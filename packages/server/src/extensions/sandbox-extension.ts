@@ -16,17 +16,23 @@ import { absorbUpdate } from "./models.js";
 import { metadataOverLimit } from "./params.js";
 import { advertiseExtensions } from "./advertise.js";
 import { fallbackList, mergeIntoAgentList } from "./session-list.js";
-import { ConnectionStates, SessionStore, type ConnectionState } from "./state.js";
+import type { StateTable } from "../store/event-store.js";
+import { ConnectionStates, SessionStore, type ConnectionState, type SessionRecord } from "./state.js";
 
 const CREATES = new Set(["session/new", "session/fork"]);
 const ATTACHES = new Set(["session/load", "session/resume"]);
 
 /** `_sandboxagent/*` methods and `_meta["sandboxagent.dev"]` handling; see the README's "Sandbox extensions". */
 export class SandboxExtension implements ConnectionExtension {
-  private readonly store = new SessionStore();
+  private readonly store: SessionStore;
   private readonly states = new ConnectionStates();
 
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    sessions?: StateTable<SessionRecord>,
+  ) {
+    this.store = new SessionStore(sessions);
+  }
 
   initializeResult(result: Record<string, unknown>, conn: ConnectionApi): void {
     const state = this.states.of(conn);
@@ -130,6 +136,7 @@ export class SandboxExtension implements ConnectionExtension {
     Object.assign(record.metadata, inherited ?? {}, sandboxMetaOf(params) ?? {});
     record.ended = false;
     record.updatedMs = Date.now();
+    this.store.save(record);
     state.seen.add(sessionId);
     state.absorb(sessionId, result);
   }
@@ -183,7 +190,9 @@ export class SandboxExtension implements ConnectionExtension {
   sessionsEnded(conn: ConnectionApi): void {
     for (const sessionId of conn.sessionIds) {
       const record = this.store.get(conn.agentId, sessionId);
-      if (record) record.ended = true;
+      if (!record) continue;
+      record.ended = true;
+      this.store.save(record);
     }
   }
 }

@@ -1,7 +1,8 @@
 import type { ConnectionApi } from "../runtime/extension.js";
 import { isObject } from "../protocol.js";
+import type { StateTable } from "../store/event-store.js";
 
-/** What the server remembers about a session, across connections, for the server's lifetime. */
+/** What the server remembers about a session, across connections (and restarts, with a data directory). */
 export interface SessionRecord {
   readonly agentId: string;
   readonly sessionId: string;
@@ -22,23 +23,42 @@ export interface SessionRecord {
 /** Records are small, but a long-lived server must not grow without bound: the oldest are evicted. */
 const MAX_RECORDS = 10_000;
 
-/** Server-wide session records, keyed by agent and session id. */
+/**
+ * Server-wide session records, keyed by agent and session id, kept in `table` (on disk with a
+ * data directory, so `session/list` and the metadata methods answer the same after a restart).
+ */
 export class SessionStore {
   // Two levels instead of one composite key: `touch` runs for every session/update, and must not
   // build a key string each time.
   private readonly byAgent = new Map<string, Map<string, SessionRecord>>();
   /** Every record, oldest first, for eviction. */
   private readonly order = new Set<SessionRecord>();
+  /** Each record's key in `table`. */
+  private readonly keys = new WeakMap<SessionRecord, string>();
+
+  constructor(private readonly table?: StateTable<SessionRecord>) {
+    if (!table) return;
+    const records = [...table.entries()].sort(([, a], [, b]) => a.updatedMs - b.updatedMs);
+    for (const [key, record] of records) this.add(record, key);
+  }
 
   get(agentId: string, sessionId: string): SessionRecord | undefined {
     return this.byAgent.get(agentId)?.get(sessionId);
   }
 
-  /** The record, created on first sight. */
+  /** Writes `record` now (a change the client made or must find after a crash). */
+  save(record: SessionRecord): void {
+    this.table?.set(this.keys.get(record)!, record);
+  }
+
+  /** `record` changed (counters, times): written with the store's next checkpoint, about once a second. */
+  changed(record: SessionRecord): void {
+    this.table?.changed(this.keys.get(record)!);
+  }
+
+  /** The record, created on first sight; marked changed (its caller updates it). */
   touch(agentId: string, sessionId: string): SessionRecord {
-    let sessions = this.byAgent.get(agentId);
-    if (!sessions) this.byAgent.set(agentId, (sessions = new Map()));
-    let record = sessions.get(sessionId);
+    let record = this.byAgent.get(agentId)?.get(sessionId);
     if (!record) {
       const now = Date.now();
       record = {
@@ -52,17 +72,26 @@ export class SessionStore {
         agentTitle: undefined,
         metadata: {},
       };
-      sessions.set(sessionId, record);
-      this.order.add(record);
+      this.add(record, `${agentId}/${sessionId}`);
+      this.save(record);
       if (this.order.size > MAX_RECORDS) this.evictOldest();
-    }
+    } else this.changed(record);
     return record;
+  }
+
+  private add(record: SessionRecord, key: string): void {
+    let sessions = this.byAgent.get(record.agentId);
+    if (!sessions) this.byAgent.set(record.agentId, (sessions = new Map()));
+    sessions.set(record.sessionId, record);
+    this.order.add(record);
+    this.keys.set(record, key);
   }
 
   private evictOldest(): void {
     const oldest = this.order.values().next().value!;
     this.order.delete(oldest);
     this.byAgent.get(oldest.agentId)?.delete(oldest.sessionId);
+    this.table?.delete(this.keys.get(oldest)!);
   }
 }
 
@@ -116,6 +145,8 @@ export class ConnectionStates {
     let state = this.states.get(conn);
     if (!state) {
       state = new ConnectionState();
+      // A connection recovered after a restart already has sessions.
+      for (const sessionId of conn.sessionIds) state.seen.add(sessionId);
       this.states.set(conn, state);
     }
     return state;

@@ -1,7 +1,11 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import type { AgentDefinition } from "../agents/types.js";
 import { shortId, type Logger } from "../log.js";
 import { AgentProcess, type AgentExit } from "./agent-process.js";
+import {
+  reattachMethodOf,
+  type AgentLaunch,
+  type ConnectionRecord,
+  type ReattachMethod,
+} from "./connection-record.js";
 import { textChunkSession } from "./content-chunk.js";
 import {
   errorResponse,
@@ -9,9 +13,12 @@ import {
   isObject,
   kindOf,
   METHODS,
+  sessionIdOf,
+  withoutRequestEnv,
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
+import type { ConnectionLog } from "../store/event-store.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import type { RuntimeLimits } from "./options.js";
@@ -47,7 +54,19 @@ const SERVER_ENDS = {
   agent_stdout_closed: "The agent closed its output without exiting; the server stopped it.",
   internal_error: "The server failed while handling this connection and closed it (see the server log).",
   shutdown: "The server is shutting down.",
+  agent_restart_failed:
+    "The server restarted and could not start the connection's agent again; start a new connection.",
 } as const;
+
+/** What a request in flight when the server stopped (crash or restart) is answered with. */
+const RESTARTED =
+  "The server restarted while this request was in flight; its answer is lost. Send it again if it is safe to repeat.";
+
+/** The agent could not be started again after a restart: the connection ended (see `ending`). */
+export class AgentUnavailableError extends Error {}
+
+/** What `agentGone` resolves with for a connection whose agent was never started (recovered, unused). */
+const NO_AGENT: Promise<AgentExit> = Promise.resolve({ code: null, signal: null, stderrTail: "" });
 
 export type ServerEndReason = keyof typeof SERVER_ENDS;
 
@@ -65,11 +84,15 @@ const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
 
 export interface ConnectionOptions {
-  /** The connection's id, when the transport had to name it before it started; default: a new UUID. */
-  id?: string;
-  agent: AgentDefinition;
-  env: Record<string, string>;
-  cwd?: string;
+  /** The connection's id, and the prefix of its event ids (so a cursor from another connection is recognised). */
+  id: string;
+  epoch: string;
+  /** Where its events go (memory or disk). */
+  log: ConnectionLog;
+  /** The agent of a new connection, started at once… */
+  launch?: AgentLaunch;
+  /** …or the connection as an earlier run of the server left it: its agent starts on first use. */
+  recovered?: { record: ConnectionRecord; relaunch: () => Promise<AgentLaunch> };
   limits: RuntimeLimits;
   logger: Logger;
   extensions: ConnectionExtension[];
@@ -77,6 +100,10 @@ export interface ConnectionOptions {
   guard?: OrphanGuard;
   /** Called once the connection is closed for good, so the registry can forget it. */
   onClosed: (conn: Connection) => void;
+  /** Called when what `record()` returns changed (sessions, requests in flight, the ending). */
+  persist?: (conn: Connection) => void;
+  /** Called when a recovered connection started its agent again. */
+  agentStarted?: (conn: Connection) => void;
 }
 
 /**
@@ -87,8 +114,7 @@ export interface ConnectionOptions {
  */
 export class Connection implements ConnectionApi {
   readonly id: string;
-  /** Prefix of this connection's event ids, so a cursor from another connection is recognised. */
-  readonly epoch = randomBytes(4).toString("hex");
+  readonly epoch: string;
   readonly agentId: string;
   readonly sessionIds = new Set<string>();
   state: ConnectionState = "initializing";
@@ -98,9 +124,18 @@ export class Connection implements ConnectionApi {
   ending: ConnectionEnd | undefined;
   /** The `protocolVersion` the agent answered to initialize. */
   protocolVersion: number | undefined;
+  readonly createdAt: string;
 
   private readonly outbound: Outbound;
-  private readonly agent: AgentProcess;
+  /** Undefined for a recovered connection until its first use starts the agent again (`running`). */
+  private agent: AgentProcess | undefined;
+  private reviving: Promise<AgentProcess> | undefined;
+  /** The client's initialize request, without secrets: what a restarted agent is sent. */
+  private initializeRequest: JsonRpcMessage | undefined;
+  private reattach: ReattachMethod | undefined;
+  private readonly sessionCwds = new Map<string, string | undefined>();
+  /** Sessions being re-attached after a restart: the history the agent replays is not delivered again. */
+  private readonly reattaching = new Set<string>();
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
   private readonly pendingAgent = new Set<string>();
   /** Requests extensions sent to the agent (`request()`); their responses never reach the client. */
@@ -116,24 +151,40 @@ export class Connection implements ConnectionApi {
   private readonly textChunkFastPath: boolean;
 
   constructor(private readonly options: ConnectionOptions) {
-    this.id = options.id ?? randomUUID();
-    this.agentId = options.agent.id;
+    this.id = options.id;
+    this.epoch = options.epoch;
+    this.agentId = options.launch?.agent.id ?? options.recovered!.record.agentId;
+    this.createdAt = options.recovered?.record.createdAt ?? new Date().toISOString();
     this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
     const { limits } = options;
-    this.outbound = new Outbound(new EventLog(limits), {
+    this.outbound = new Outbound(new EventLog(options.log), {
       maxBufferedBytes: limits.maxBufferedBytes,
       stallMs: limits.stallMs,
-      pause: () => this.agent.pauseOutput(),
-      resume: () => this.agent.resumeOutput(),
+      pause: () => this.agent?.pauseOutput(),
+      resume: () => this.agent?.resumeOutput(),
       stalled: (pending) => {
         this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
         this.safely("stall", () => this.abandon("output_stalled", { stallMs: limits.stallMs }));
       },
       readerChanged: () => (this.lastActivity = Date.now()),
+      corrupt: (error) =>
+        this.logger.error("event log segment is corrupt; its events are dropped", {
+          connection: shortId(this.id),
+          file: error.file,
+          offset: error.offset,
+          throughSeq: error.throughSeq,
+        }),
     });
-    this.agent = new AgentProcess(options.agent.spec, {
-      env: options.env,
-      cwd: options.cwd,
+    if (options.launch) this.agent = this.spawn(options.launch);
+    else this.restore(options.recovered!.record);
+  }
+
+  /** Starts the agent process. */
+  private spawn(launch: AgentLaunch): AgentProcess {
+    const { options } = this;
+    const agent = new AgentProcess(launch.agent.spec, {
+      env: launch.env,
+      cwd: launch.cwd,
       maxLineBytes: options.limits.maxMessageBytes,
       guard: options.guard,
       onLine: (line) => {
@@ -158,15 +209,119 @@ export class Connection implements ConnectionApi {
           connection: shortId(this.id),
         });
         this.safely("stdout closed", () =>
-          this.abandon("agent_stdout_closed", { stderrTail: this.agent.stderrTail(4096) }),
+          this.abandon("agent_stdout_closed", { stderrTail: agent.stderrTail(4096) }),
         );
       },
       onStderr: (text) =>
         this.logger.debug("agent stderr", { connection: shortId(this.id), text: text.slice(0, 500) }),
     });
-    void this.agent.exited
+    void agent.exited
       .then((exit) => this.onAgentExit(exit))
       .catch((error: unknown) => this.failed("agent exit", error));
+    return agent;
+  }
+
+  /**
+   * A connection an earlier run of the server left (stopped or killed): same id, same event log.
+   * Its agent is gone, so requests that were in flight get an error now, and sessions that cannot
+   * be re-attached end now, both in the log where every client finds them; the agent is started
+   * again on first use (`running`).
+   */
+  private restore(record: ConnectionRecord): void {
+    this.initializeRequest = record.initialize;
+    this.protocolVersion = record.protocolVersion;
+    this.reattach = record.reattach;
+    for (const [sessionId, { cwd }] of Object.entries(record.sessions)) {
+      this.sessionIds.add(sessionId);
+      this.sessionCwds.set(sessionId, cwd);
+    }
+    if (record.ending !== undefined) {
+      // It had ended: it stays readable until `endedRetentionMs`, as it would have.
+      this.state = "ended";
+      this.ending = record.ending;
+      this.outbound.end();
+      this.scheduleClose();
+      return;
+    }
+    this.state = "open";
+    const data = { reason: "server_restarted" };
+    for (const id of record.pending) this.emit(errorResponse(id, -32603, RESTARTED, data));
+    if (this.reattach === undefined)
+      for (const sessionId of Object.keys(record.sessions))
+        this.sessionLost(sessionId, "The server restarted and the agent cannot load sessions again.");
+    this.persist();
+  }
+
+  /** The agent process, started again first for a recovered connection. */
+  private running(): Promise<AgentProcess> {
+    if (this.agent) return Promise.resolve(this.agent);
+    this.reviving ??= this.revive();
+    return this.reviving;
+  }
+
+  /**
+   * Starts the agent of a recovered connection: the client's initialize again, then each session
+   * re-attached (`session/load`, else `session/resume`) with what the agent replays dropped; a
+   * session that cannot be re-attached ends. If the agent cannot start, the connection ends.
+   */
+  private async revive(): Promise<AgentProcess> {
+    const { relaunch } = this.options.recovered!;
+    let agent: AgentProcess | undefined;
+    try {
+      const launch = await relaunch();
+      if (this.state !== "open") throw new Error("the connection was closed");
+      agent = this.agent = this.spawn(launch);
+      this.options.agentStarted?.(this);
+      this.logger.info("agent started again for a recovered connection", { connection: shortId(this.id) });
+      const request = { ...this.initializeRequest!, id: "_sandboxagent:initialize" };
+      await this.handshake(agent, request, JSON.stringify(request), new AbortController().signal);
+      for (const sessionId of [...this.sessionIds])
+        await this.reattachSession(agent, sessionId, this.sessionCwds.get(sessionId) ?? launch.cwd);
+      return agent;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.logger.warn("could not start the agent of a recovered connection", {
+        connection: shortId(this.id),
+        error: message,
+      });
+      this.end({
+        reason: "agent_restart_failed",
+        message: SERVER_ENDS.agent_restart_failed,
+        data: { error: message },
+      });
+      if (agent) void agent.terminate(this.options.limits.killGraceMs);
+      throw new AgentUnavailableError(SERVER_ENDS.agent_restart_failed);
+    }
+  }
+
+  private async reattachSession(
+    agent: AgentProcess,
+    sessionId: string,
+    cwd: string | undefined,
+  ): Promise<void> {
+    const method = this.reattach!;
+    this.reattaching.add(sessionId);
+    let response: JsonRpcMessage;
+    try {
+      response = await this.sendRequest(agent, method, { sessionId, cwd, mcpServers: [] });
+    } finally {
+      this.reattaching.delete(sessionId);
+    }
+    if (response.error !== undefined)
+      this.sessionLost(
+        sessionId,
+        `The server restarted and the agent could not ${method === "session/load" ? "load" : "resume"} the session: ${response.error.message}`,
+      );
+  }
+
+  /** A session that did not survive a restart: the client is told, and it is forgotten. */
+  private sessionLost(sessionId: string, message: string): void {
+    this.emit({
+      jsonrpc: "2.0",
+      method: METHODS.ended,
+      params: { sessionId, reason: "server_restarted", message },
+    });
+    this.forgetSession(sessionId);
   }
 
   /** Runs a rare callback (a timer, an agent stream event) so that an exception fails only this connection. */
@@ -202,7 +357,7 @@ export class Connection implements ConnectionApi {
   }
 
   get pid(): number | undefined {
-    return this.agent.pid;
+    return this.agent?.pid;
   }
 
   get hasReader(): boolean {
@@ -211,9 +366,28 @@ export class Connection implements ConnectionApi {
 
   /** Sends `initialize` and resolves with the agent's response (extensions applied). */
   async initialize(request: JsonRpcMessage, raw: string, signal: AbortSignal): Promise<JsonRpcMessage> {
+    try {
+      const message = await this.handshake(this.agent!, request, raw, signal);
+      this.initializeRequest = { ...request, params: withoutRequestEnv(request.params) };
+      this.state = "open";
+      this.lastActivity = Date.now(); // idle time counts from here, not from the spawn
+      return message;
+    } catch (error) {
+      void this.close("initialize_failed");
+      throw error;
+    }
+  }
+
+  /** Sends `initialize` to `agent`; resolves with its answer, extensions applied. */
+  private async handshake(
+    agent: AgentProcess,
+    request: JsonRpcMessage,
+    raw: string,
+    signal: AbortSignal,
+  ): Promise<JsonRpcMessage> {
     const key = idKey(request.id as JsonRpcId);
     const response = new Promise<JsonRpcMessage>((resolve) => (this.initWaiter = { key, resolve }));
-    const exited = this.agent.exited.then((exit) => {
+    const exited = agent.exited.then((exit) => {
       throw exit.spawnError
         ? new InitializeError("spawn", `Could not start agent: ${exit.spawnError}`, { ...exit })
         : new InitializeError("exited", "The agent exited before answering initialize.", { ...exit });
@@ -243,20 +417,17 @@ export class Connection implements ConnectionApi {
       changed = ext.initializeRequest?.(request, this) === true || changed;
     const line = changed ? JSON.stringify(request) : raw;
     try {
-      const message = await Promise.race([this.agent.write(line).then(() => response), failure]);
+      const message = await Promise.race([agent.write(line).then(() => response), failure]);
       if (message.error)
         throw new InitializeError("rejected", "The agent rejected initialize.", { response: message });
+      // Read before extensions adjust the result: what the agent itself can do.
+      this.reattach = reattachMethodOf(message.result);
       if (isObject(message.result)) {
         if (typeof message.result.protocolVersion === "number")
           this.protocolVersion = message.result.protocolVersion;
         for (const ext of this.options.extensions) ext.initializeResult?.(message.result, this);
       }
-      this.state = "open";
-      this.lastActivity = Date.now(); // idle time counts from here, not from the spawn
       return message;
-    } catch (error) {
-      void this.close("initialize_failed");
-      throw error;
     } finally {
       clearTimeout(timer);
       this.initWaiter = undefined;
@@ -280,10 +451,13 @@ export class Connection implements ConnectionApi {
         });
         return;
       }
-    } else if (kind === "request") {
-      this.pendingClient.set(idKey(message.id as JsonRpcId), message);
     }
-    await this.agent.write(raw);
+    const agent = this.agent ?? (await this.running());
+    if (kind === "request") {
+      this.pendingClient.set(idKey(message.id as JsonRpcId), message);
+      this.persist();
+    }
+    await agent.write(raw);
   }
 
   /** Whether a client request with this id is still waiting for the agent. */
@@ -312,20 +486,61 @@ export class Connection implements ConnectionApi {
     this.append(line);
   }
 
-  forward(message: JsonRpcMessage): Promise<void> {
-    return this.agent.write(JSON.stringify(message));
+  async forward(message: JsonRpcMessage): Promise<void> {
+    const agent = await this.running();
+    await agent.write(JSON.stringify(message));
   }
 
-  request(method: string, params: unknown): Promise<JsonRpcMessage> {
+  async request(method: string, params: unknown): Promise<JsonRpcMessage> {
+    let agent: AgentProcess;
+    try {
+      agent = await this.running();
+    } catch (error) {
+      return errorResponse(`_sandboxagent:${++this.serverRequestSeq}`, -32603, (error as Error).message);
+    }
+    return this.sendRequest(agent, method, params);
+  }
+
+  private sendRequest(agent: AgentProcess, method: string, params: unknown): Promise<JsonRpcMessage> {
     const id = `_sandboxagent:${++this.serverRequestSeq}`;
     if (this.exit) return Promise.resolve(errorResponse(id, -32603, "The agent process has exited."));
     const response = new Promise<JsonRpcMessage>((resolve) => this.pendingServer.set(idKey(id), resolve));
-    void this.forward({ jsonrpc: "2.0", id, method, params });
+    void agent.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
     return response;
   }
 
   forgetSession(sessionId: string): void {
     this.sessionIds.delete(sessionId);
+    this.sessionCwds.delete(sessionId);
+    this.persistAfterCommit();
+  }
+
+  /** What a durable store keeps of the connection (`connection-record.ts`). */
+  record(): ConnectionRecord {
+    const sessions: ConnectionRecord["sessions"] = {};
+    for (const id of this.sessionIds) sessions[id] = { cwd: this.sessionCwds.get(id) };
+    return {
+      agentId: this.agentId,
+      epoch: this.epoch,
+      createdAt: this.createdAt,
+      initialize: this.initializeRequest!,
+      protocolVersion: this.protocolVersion,
+      reattach: this.reattach,
+      sessions,
+      pending: [...this.pendingClient.values()].map((m) => m.id as JsonRpcId),
+      ending: this.ending,
+    };
+  }
+
+  /** Writes the record now: a request in flight is recorded before the agent can see it. */
+  private persist(): void {
+    if (this.initializeRequest !== undefined && this.state !== "closed" && this.state !== "initializing")
+      this.options.persist?.(this);
+  }
+
+  /** Writes the record once the events appended in this turn are: an answer recorded is an answer logged. */
+  private persistAfterCommit(): void {
+    this.outbound.afterCommit(() => this.persist());
   }
 
   /** The oldest cursor a reader may still resume from. */
@@ -368,8 +583,8 @@ export class Connection implements ConnectionApi {
       return;
     }
     this.end({ reason, message: SERVER_ENDS[reason], data });
-    this.agent.discardOutput();
-    void this.agent.terminate(this.options.limits.killGraceMs);
+    this.agent?.discardOutput();
+    void this.agent?.terminate(this.options.limits.killGraceMs);
   }
 
   /** Server shutdown: pending requests fail, the connection closes, and the agent is stopped now rather than gently. */
@@ -379,17 +594,34 @@ export class Connection implements ConnectionApi {
     } finally {
       void this.close("shutdown");
     }
-    await this.agent.kill(this.options.limits.killGraceMs);
+    await this.agent?.kill(this.options.limits.killGraceMs);
+  }
+
+  /**
+   * Server shutdown with a durable event log: the connection is kept for the next run (its log
+   * and record stay as they are; requests in flight are answered by the next run), readers end,
+   * and the agent is stopped now. Nothing more is logged: the agent's exit is no connection end.
+   */
+  async suspend(): Promise<void> {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    clearTimeout(this.endedTimer);
+    this.agent?.discardOutput();
+    this.outbound.close();
+    this.options.log.commit();
+    this.options.log.close();
+    this.markClosed();
+    await this.agent?.kill(this.options.limits.killGraceMs);
   }
 
   /** A hurried shutdown: SIGKILL to the agent's group now. */
   hurry(): void {
-    this.agent.hurry();
+    this.agent?.hurry();
   }
 
   /** Resolves when the agent process is gone, whether it exited or was stopped. */
   get agentGone(): Promise<AgentExit> {
-    return this.agent.exited;
+    return this.agent?.exited ?? NO_AGENT;
   }
 
   private async closeOnce(reason: string): Promise<void> {
@@ -400,6 +632,7 @@ export class Connection implements ConnectionApi {
       clearTimeout(this.endedTimer);
       this.options.onClosed(this);
       this.outbound.close();
+      this.options.log.remove();
       this.markClosed();
       if (previous === "open")
         for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
@@ -410,12 +643,13 @@ export class Connection implements ConnectionApi {
         error: String(error),
       });
     }
-    await this.agent.terminate(this.options.limits.killGraceMs);
+    await this.agent?.terminate(this.options.limits.killGraceMs);
   }
 
   private onAgentLine(line: string): void {
     const chunkSession = this.textChunkFastPath ? textChunkSession(line) : undefined;
     if (chunkSession !== undefined) {
+      if (this.reattaching.has(chunkSession)) return;
       let dropped = false;
       for (const ext of this.options.extensions)
         dropped = ext.agentTextChunk?.(chunkSession, this) === true || dropped;
@@ -461,10 +695,15 @@ export class Connection implements ConnectionApi {
       if (!request) return undefined;
       this.pendingClient.delete(key);
       this.trackSession(request, message);
+      this.persistAfterCommit();
       let changed = false;
       for (const ext of this.options.extensions)
         changed = ext.agentResponse?.(message, request, this) || changed;
       return changed ? this.reserialize(message) : undefined;
+    }
+    if (message.method === "session/update" && this.reattaching.size > 0) {
+      const sessionId = sessionIdOf(message);
+      if (sessionId !== undefined && this.reattaching.has(sessionId)) return null;
     }
     let dropped = false;
     for (const ext of this.options.extensions)
@@ -496,11 +735,18 @@ export class Connection implements ConnectionApi {
       isObject(result) &&
       typeof result.sessionId === "string"
     ) {
-      this.sessionIds.add(result.sessionId);
+      this.addSession(result.sessionId, request.params);
     } else if (SESSION_PARAM_METHODS.has(request.method) && isObject(request.params)) {
       const id = request.params.sessionId;
-      if (typeof id === "string") this.sessionIds.add(id);
+      if (typeof id === "string") this.addSession(id, request.params);
     }
+  }
+
+  private addSession(sessionId: string, params: unknown): void {
+    this.sessionIds.add(sessionId);
+    const cwd = isObject(params) && typeof params.cwd === "string" ? params.cwd : undefined;
+    this.sessionCwds.set(sessionId, cwd);
+    this.persistAfterCommit();
   }
 
   private append(data: string): void {
@@ -549,6 +795,12 @@ export class Connection implements ConnectionApi {
       this.emit({ jsonrpc: "2.0", method: METHODS.ended, params: { sessionId, ...data } });
     }
     this.outbound.end();
+    this.persistAfterCommit();
+    this.scheduleClose();
+  }
+
+  /** An ended connection stays readable (and answers 410 with its reason) for `endedRetentionMs`. */
+  private scheduleClose(): void {
     this.endedTimer = setTimeout(() => void this.close("ended"), this.options.limits.endedRetentionMs);
     this.endedTimer.unref();
   }

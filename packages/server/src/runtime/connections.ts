@@ -1,5 +1,9 @@
-import type { Logger } from "../log.js";
+import { randomBytes, randomUUID } from "node:crypto";
+import { shortId, type Logger } from "../log.js";
+import type { EventStore, StateTable } from "../store/event-store.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
+import type { AgentLaunch, ConnectionRecord } from "./connection-record.js";
+import type { ConnectionExtension } from "./extension.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 
 /** Why the registry refused to start a connection; the HTTP layer answers 503 with it. */
@@ -19,6 +23,19 @@ export interface RegistryOptions {
   maxConnections: number;
   logger: Logger;
   guard?: OrphanGuard;
+  /** Where connections keep their events, and (durable) the index of connections. */
+  store: EventStore;
+}
+
+/** What `recover` needs to bring back the connections of an earlier run. */
+export interface RecoverOptions extends Omit<
+  ConnectionOptions,
+  "onClosed" | "guard" | "id" | "epoch" | "log" | "launch" | "recovered" | "extensions"
+> {
+  /** The extensions, loaded only when there is a connection to recover. */
+  extensions(): Promise<ConnectionExtension[]>;
+  /** How the agent of a recovered connection is started again (from its record's initialize request). */
+  relaunch(record: ConnectionRecord): Promise<AgentLaunch>;
 }
 
 /** All live connections of the server, with idle expiry. */
@@ -33,8 +50,11 @@ export class ConnectionRegistry {
   private readonly live = new Set<Connection>();
   private readonly sweeper: NodeJS.Timeout;
   private shuttingDown = false;
+  /** The index of connections: on disk with a durable store, so a restart finds them again. */
+  private readonly records: StateTable<ConnectionRecord>;
 
   constructor(private readonly options: RegistryOptions) {
+    this.records = options.store.table<ConnectionRecord>("connections");
     const { idleMs } = options;
     this.sweeper = setInterval(() => this.sweep(), Math.max(250, Math.min(idleMs / 4, 30_000)));
     this.sweeper.unref();
@@ -45,17 +65,82 @@ export class ConnectionRegistry {
    * is called. Throws `ConnectionRefused` at the cap and once shutdown has begun, so no agent can
    * start after the shutdown took its list of agents to stop.
    */
-  create(options: Omit<ConnectionOptions, "onClosed" | "guard">): Connection {
+  create(
+    options: Omit<ConnectionOptions, "onClosed" | "guard" | "id" | "epoch" | "log" | "recovered"> & {
+      /** The connection's id, when the transport had to name it before it started; default: a new UUID. */
+      id?: string | undefined;
+    },
+  ): Connection {
     if (this.shuttingDown) throw new ConnectionRefused("shutting_down", "The server is shutting down.");
     this.checkCapacity();
+    const id = options.id ?? randomUUID();
+    const { replayEvents, replayBytes } = options.limits;
+    const log = this.options.store.createLog(id, { maxEvents: replayEvents, maxBytes: replayBytes });
     const conn = new Connection({
       ...options,
-      guard: this.options.guard,
-      onClosed: (c) => this.connections.delete(c.id),
+      ...this.hooks(),
+      id,
+      epoch: randomBytes(4).toString("hex"),
+      log,
     });
+    this.track(conn);
+    return conn;
+  }
+
+  /**
+   * Brings back the connections an earlier run left in a durable store (same ids, same event
+   * logs; agents start on first use). Returns how many; a connection whose log is gone is
+   * forgotten, a repaired log (a torn tail cut off) is reported.
+   */
+  async recover(options: RecoverOptions): Promise<number> {
+    if (this.records.size === 0) return 0;
+    const { store, logger } = this.options;
+    const { replayEvents, replayBytes } = options.limits;
+    const { relaunch, ...rest } = options;
+    const connectionOptions = { ...rest, extensions: await options.extensions() };
+    let count = 0;
+    for (const [id, record] of [...this.records.entries()]) {
+      const opened = store.openLog(id, { maxEvents: replayEvents, maxBytes: replayBytes });
+      if (!opened) {
+        logger.warn("forgetting a connection whose event log is missing", { connection: shortId(id) });
+        this.records.delete(id);
+        continue;
+      }
+      if (opened.repair)
+        logger.warn("repaired the event log of a connection", { connection: shortId(id), ...opened.repair });
+      const conn = new Connection({
+        ...connectionOptions,
+        ...this.hooks(),
+        id,
+        epoch: record.epoch,
+        log: opened.log,
+        recovered: { record, relaunch: () => relaunch(record) },
+      });
+      this.connections.set(id, conn);
+      this.records.set(id, conn.record());
+      count++;
+    }
+    return count;
+  }
+
+  private hooks(): Pick<ConnectionOptions, "guard" | "onClosed" | "persist" | "agentStarted"> {
+    return {
+      guard: this.options.guard,
+      onClosed: (c) => {
+        this.connections.delete(c.id);
+        this.records.delete(c.id);
+      },
+      persist: (c) => {
+        if (this.connections.get(c.id) === c) this.records.set(c.id, c.record());
+      },
+      agentStarted: (c) => this.track(c),
+    };
+  }
+
+  /** Counts the connection's agent until it is gone. */
+  private track(conn: Connection): void {
     this.live.add(conn);
     void conn.agentGone.then(() => this.live.delete(conn));
-    return conn;
   }
 
   /** Throws `ConnectionRefused` if a new connection would pass the cap (checked again by `create`). */
@@ -73,6 +158,7 @@ export class ConnectionRegistry {
 
   register(conn: Connection): void {
     this.connections.set(conn.id, conn);
+    this.records.set(conn.id, conn.record());
   }
 
   get(id: string): Connection | undefined {
@@ -92,12 +178,20 @@ export class ConnectionRegistry {
     return [...this.connections.values()];
   }
 
-  /** Server shutdown: refuses new connections, closes every one and waits until every agent process is gone. */
+  /**
+   * Server shutdown: refuses new connections, closes every one (with a durable store, keeps every
+   * registered one for the next run instead) and waits until every agent process is gone.
+   */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
     clearInterval(this.sweeper);
+    const durable = this.options.store.durable;
     const all = new Set([...this.connections.values(), ...this.live]);
-    await Promise.all([...all].map((conn) => conn.shutdown()));
+    await Promise.all(
+      [...all].map((conn) =>
+        durable && this.connections.get(conn.id) === conn ? conn.suspend() : conn.shutdown(),
+      ),
+    );
   }
 
   /** A hurried shutdown: SIGKILL to every agent now. */

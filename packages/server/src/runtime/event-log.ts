@@ -1,95 +1,73 @@
-/** Consecutive events: `data[i]` has sequence number `first + i`. */
-export interface EventBatch {
-  first: number;
-  data: string[];
-}
+import type { ConnectionLog, EventBatch } from "../store/event-store.js";
 
-export interface EventLogLimits {
-  /** Delivered events kept for `Last-Event-ID` replay, by count… */
-  replayEvents: number;
-  /** …and by bytes. */
-  replayBytes: number;
-}
+export type { EventBatch } from "../store/event-store.js";
 
 /**
- * The ordered outbound log of one connection. Events get their sequence number when appended, so
- * a replay reproduces the same id → message mapping. Events that were never written to a stream
- * are never evicted: they are the undelivered queue, bounded by backpressure on the agent instead.
- *
- * Events are kept as bare strings, their sequence numbers implied by position: the log retains
- * up to `replayEvents` of them at a time, and at full stream rate a wrapper object per event
- * doubled the garbage collector's work of moving them out of the young generation.
+ * The ordered outbound log of one connection, as the runtime sees it: the store's log (bytes off
+ * the JS heap, on disk with a data directory) plus the events no reader received yet, kept as the
+ * strings they arrived as. Those die young once read (a scavenge collects them); only the store
+ * keeps events for replay. Events get their sequence number when appended, so a replay reproduces
+ * the same id → message mapping, and a reader gets an event only once the store says it is
+ * written (`durableSeq`).
  */
 export class EventLog {
-  private events: string[] = [];
-  private head = 0; // index of the oldest retained event in `events`
-  private headSeq = 1; // its sequence number
-  private retainedBytes = 0;
-  private unwritten = 0;
-  /** Highest sequence number handed to a stream at least once. */
-  writtenSeq = 0;
+  private unread: string[] = [];
+  private head = 0; // index of the oldest unread event in `unread`
+  private unreadBytes = 0;
+  /** Highest sequence number handed to a reader at least once. */
+  writtenSeq: number;
 
-  constructor(private readonly limits: EventLogLimits) {}
+  constructor(readonly store: ConnectionLog) {
+    // After a restart everything already logged counts as delivered: a reader without a cursor gets what comes next.
+    this.writtenSeq = store.nextSeq - 1;
+  }
 
   /** Appends an event; returns its sequence number. */
   append(data: string): number {
-    this.events.push(data);
-    this.retainedBytes += data.length;
-    this.unwritten += data.length;
-    return this.lastSeq;
+    this.unread.push(data);
+    this.unreadBytes += data.length;
+    return this.store.append(data);
   }
 
   get lastSeq(): number {
-    return this.headSeq + (this.events.length - this.head) - 1;
+    return this.store.nextSeq - 1;
   }
 
-  /** Oldest sequence number a cursor may name: one before the first retained event. */
+  /** Oldest sequence number a cursor may name: the store's oldest, or any event not read yet. */
   get oldestCursor(): number {
-    return this.headSeq - 1;
+    return Math.min(this.store.oldestCursor, this.writtenSeq);
   }
 
-  /** Size (UTF-16 code units, close to bytes for JSON) of events no stream has received yet. */
+  /** Size (UTF-16 code units, close to bytes for JSON) of events no reader has received yet. */
   get unwrittenBytes(): number {
-    return this.unwritten;
+    return this.unreadBytes;
   }
 
-  /** Events with seq > cursor, at most `maxBytes` worth (always at least one, if there is one). */
-  after(cursor: number, maxBytes: number): EventBatch {
-    const first = Math.max(cursor + 1, this.headSeq);
-    const from = this.indexOf(first);
+  /** Events with seq > cursor that may be delivered, about `maxBytes` of them (at least one, if there is one). */
+  after(cursor: number, maxBytes: number): EventBatch | undefined {
+    if (cursor < this.writtenSeq) return this.store.read(cursor, maxBytes);
+    const durable = this.store.durableSeq;
+    const from = this.head + (cursor - this.writtenSeq);
     let to = from;
-    for (let bytes = 0; to < this.events.length && (to === from || bytes < maxBytes); to++)
-      bytes += this.events[to]!.length;
-    return { first, data: this.events.slice(from, to) };
+    for (
+      let bytes = 0;
+      to < this.unread.length && cursor + 1 + (to - from) <= durable && (to === from || bytes < maxBytes);
+      to++
+    )
+      bytes += this.unread[to]!.length;
+    return to === from ? undefined : { first: cursor + 1, data: this.unread.slice(from, to) };
   }
 
-  /** Records that events up to `seq` reached a stream, then evicts what the replay limits allow. */
+  /** Records that events up to `seq` reached a reader: they leave the unread queue. */
   markWritten(seq: number): void {
     if (seq <= this.writtenSeq) return;
-    const to = Math.min(this.indexOf(seq), this.events.length - 1);
-    for (let i = this.indexOf(Math.max(this.writtenSeq + 1, this.headSeq)); i <= to; i++)
-      this.unwritten -= this.events[i]!.length;
+    const to = Math.min(this.head + (seq - this.writtenSeq), this.unread.length);
+    for (let i = this.head; i < to; i++) this.unreadBytes -= this.unread[i]!.length;
+    this.head = to;
     this.writtenSeq = seq;
-    this.evict();
-  }
-
-  private indexOf(seq: number): number {
-    return this.head + (seq - this.headSeq);
-  }
-
-  private evict(): void {
-    const { replayEvents, replayBytes } = this.limits;
-    while (this.head < this.events.length) {
-      const count = this.events.length - this.head;
-      if (this.headSeq > this.writtenSeq || (count <= replayEvents && this.retainedBytes <= replayBytes))
-        break;
-      this.retainedBytes -= this.events[this.head]!.length;
-      this.head++;
-      this.headSeq++;
-    }
     // Compact occasionally so the array does not grow forever.
-    if (this.head > 1024 && this.head * 2 > this.events.length) {
-      this.events = this.events.slice(this.head);
+    if (this.head > 1024 && this.head * 2 > this.unread.length) {
+      this.unread = this.unread.slice(this.head);
       this.head = 0;
     }
   }

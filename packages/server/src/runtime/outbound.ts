@@ -1,3 +1,4 @@
+import { CorruptLogError } from "../store/event-store.js";
 import type { EventBatch, EventLog } from "./event-log.js";
 
 /** What a transport is told about its reader. */
@@ -34,6 +35,8 @@ export interface OutboundOptions {
   stalled(pendingBytes: number): void;
   /** A reader was opened or closed (the connection's idle clock restarts). */
   readerChanged(): void;
+  /** A segment on disk could not be read: the events through `error.throughSeq` are dropped. */
+  corrupt(error: CorruptLogError): void;
 }
 
 /**
@@ -45,6 +48,7 @@ export interface OutboundOptions {
 export class Outbound {
   private reader: Reader | undefined;
   private notifyScheduled = false;
+  private readonly committed: Array<() => void> = [];
   private paused = false;
   private stallTimer: NodeJS.Timeout | undefined;
   private ended = false;
@@ -53,7 +57,10 @@ export class Outbound {
   constructor(
     readonly log: EventLog,
     private readonly options: OutboundOptions,
-  ) {}
+  ) {
+    // Events become readable once written (with `fsync`, once synced; after a failed write, once retried).
+    log.store.onDurable = () => this.reader?.listener.readable();
+  }
 
   get hasReader(): boolean {
     return this.reader !== undefined;
@@ -64,14 +71,30 @@ export class Outbound {
     if (this.closed) return;
     this.log.append(data);
     this.updateBackpressure();
-    if (!this.notifyScheduled) {
-      this.notifyScheduled = true;
-      // Lines parsed from one stdout chunk arrive synchronously: the reader gets them in one batch.
-      queueMicrotask(() => {
-        this.notifyScheduled = false;
-        this.reader?.listener.readable();
-      });
-    }
+    this.scheduleCommit();
+  }
+
+  /**
+   * Runs `fn` once the events appended so far, and those appended in the same turn of the event
+   * loop, are written: a record that says a request was answered must not reach the disk before
+   * the answer does.
+   */
+  afterCommit(fn: () => void): void {
+    this.committed.push(fn);
+    this.scheduleCommit();
+  }
+
+  private scheduleCommit(): void {
+    if (this.notifyScheduled) return;
+    this.notifyScheduled = true;
+    // Lines parsed from one stdout chunk arrive synchronously: the reader gets them in one batch.
+    // They are written to the store together, before any of them can be read (write before deliver).
+    queueMicrotask(() => {
+      this.notifyScheduled = false;
+      this.log.store.commit();
+      for (const fn of this.committed.splice(0)) fn();
+      this.reader?.listener.readable();
+    });
   }
 
   /** Opens the reader at `cursor` (default: after the last event any reader received), ending the previous one. */
@@ -113,12 +136,32 @@ export class Outbound {
   /** @internal */
   read(reader: Reader, maxBytes: number): EventBatch | undefined {
     if (reader !== this.reader) return undefined;
-    const batch = this.log.after(reader.cursor, maxBytes);
-    if (batch.data.length === 0) return undefined;
+    let batch: EventBatch | undefined;
+    try {
+      batch = this.log.after(reader.cursor, maxBytes);
+    } catch (error) {
+      if (!(error instanceof CorruptLogError)) throw error;
+      // What cannot be read is dropped; the reader reconnecting at its cursor is told so (410).
+      this.log.store.dropThrough(error.throughSeq);
+      this.options.corrupt(error);
+      this.endReader(reader);
+      return undefined;
+    }
+    if (batch === undefined) {
+      // A reader that fell behind retention: what it needs next is gone. Its reconnect at its
+      // cursor is told so (410), instead of a stream that waits forever.
+      if (reader.cursor < this.log.oldestCursor) this.endReader(reader);
+      return undefined;
+    }
     reader.cursor = batch.first + batch.data.length - 1;
     this.log.markWritten(reader.cursor);
     this.updateBackpressure();
     return batch;
+  }
+
+  private endReader(reader: Reader): void {
+    this.detach(reader);
+    queueMicrotask(() => reader.listener.end());
   }
 
   /** @internal */

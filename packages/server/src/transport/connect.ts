@@ -64,9 +64,7 @@ export async function startConnection(
     try {
       return deps.connections.create({
         id,
-        agent: launch.agent,
-        env: launch.env,
-        cwd: launch.cwd,
+        launch,
         limits: deps.limits,
         logger: deps.logger,
         extensions,

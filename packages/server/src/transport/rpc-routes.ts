@@ -2,7 +2,7 @@ import { accepts, isJsonContentType, readBody } from "../http/body.js";
 import { problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
 import type { TicketBook } from "../http/tickets.js";
-import type { Connection } from "../runtime/connection.js";
+import { AgentUnavailableError, type Connection } from "../runtime/connection.js";
 import { kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
 import { endedProblem, lookup, startConnection, type RpcDeps } from "./connect.js";
 import {
@@ -60,7 +60,13 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
       `Request id ${JSON.stringify(message.id)} is already in flight on this connection.`,
     );
   }
-  await conn.receive(message, line);
+  try {
+    await conn.receive(message, line);
+  } catch (error) {
+    // A recovered connection whose agent could not be started again: it ended, and says why.
+    if (error instanceof AgentUnavailableError) throw endedProblem(conn);
+    throw error;
+  }
   res.writeHead(202).end();
 }
 

@@ -34,7 +34,7 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
-import type { Connection, OutboundReader } from "../runtime/connection.js";
+import { AgentUnavailableError, type Connection, type OutboundReader } from "../runtime/connection.js";
 import { endedProblem, lookup, startConnection, type RpcDeps } from "./connect.js";
 import { cursorOf, eventId } from "./event-ids.js";
 import { connectionIdHeaders, connectionIdOf, lastEventIdOf } from "./headers.js";
@@ -211,7 +211,14 @@ class RpcSocket {
       // Not answered under that id: the answer would settle the request already in flight.
       return this.reply(undefined, -32600, `Request id ${JSON.stringify(request)} is already in flight.`);
     }
-    await conn.receive(message, line);
+    try {
+      await conn.receive(message, line);
+    } catch (error) {
+      // A recovered connection whose agent could not be started again: it ended, and says why.
+      if (!(error instanceof AgentUnavailableError)) throw error;
+      const problem = endedProblem(conn).problem;
+      return this.reply(request, -32603, problem.detail, problem);
+    }
   }
 
   private async initialize(message: JsonRpcMessage, line: string): Promise<void> {

@@ -102,6 +102,13 @@ export class RawConnection {
     return new RawConnection(server, id, (await response.json()) as RpcMessage);
   }
 
+  /** The same connection on another server process (a restarted one, on the same data directory). */
+  on(server: RunningServer): RawConnection {
+    const conn = new RawConnection(server, this.id, this.initialize);
+    conn.nextId = this.nextId;
+    return conn;
+  }
+
   headers(extra: Record<string, string> = {}): Record<string, string> {
     return this.server.headers({ "acp-connection-id": this.id, ...extra });
   }

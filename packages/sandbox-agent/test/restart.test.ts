@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import net from "node:net";
+import { describe, test } from "node:test";
+import { mockAgentBin, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { AgentRequestError, SandboxAgentClient } from "../src/index.js";
+import { messageTexts, record, TOKEN } from "./helpers.js";
+
+/** A loopback port free right now, so that a restarted server listens where the client knows it. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+    probe.once("error", reject);
+  });
+}
+
+describe("a server restart under a client", () => {
+  test("SIGKILL mid-turn: the client reconnects to the same connection, its events continue with no gap or duplicate, the prompt in flight fails clearly, the session goes on", async () => {
+    const dataDir = tempDir("sdk-restart-data-");
+    const stateDir = tempDir("sdk-restart-mock-");
+    const port = await freePort();
+    const serve = () =>
+      startServer({
+        token: TOKEN,
+        args: ["--data-dir", dataDir, "--port", String(port)],
+        config: {
+          agents: {
+            mock: {
+              command: process.execPath,
+              args: [mockAgentBin],
+              env: { MOCK_AGENT_STATE_DIR: stateDir },
+            },
+          },
+        },
+      });
+    let server: RunningServer = await serve();
+    const client = new SandboxAgentClient({
+      baseUrl: server.baseUrl,
+      token: TOKEN,
+      agent: "mock",
+      requestTimeoutMs: 60_000,
+    });
+    try {
+      const events = record(client);
+      const { sessionId } = await client.newSession({ cwd: "/tmp" });
+      const turn = client.prompt({ sessionId, prompt: "slow 2000 5" });
+      turn.catch(() => undefined); // observed below
+      await waitFor(() => messageTexts(events, sessionId).length >= 50, 30_000, "50 chunks");
+      const exited = new Promise((resolve) => server.process.once("exit", resolve));
+      server.process.kill("SIGKILL");
+      await exited;
+      // Sent while nothing listens: the POST is refused, and sent again once the server is back.
+      const next = client.prompt({ sessionId, prompt: "echo after the restart" });
+      server = await serve();
+
+      // The prompt in flight is answered by the restarted server: an error that says what happened.
+      const error = await turn.then(
+        () => assert.fail("the prompt cut by the restart resolved"),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof AgentRequestError, String(error));
+      assert.match(error.message, /server restarted/);
+      assert.equal((error.data as { reason?: string }).reason, "server_restarted");
+      // The same connection goes on: the session is loaded again by a new agent process.
+      assert.equal((await next).stopReason, "end_turn");
+      // Every chunk the server had logged, once and in order (no gap, no duplicate across the
+      // restart), then the new turn's answer and nothing the agent replayed while loading.
+      const texts = messageTexts(events, sessionId);
+      assert.equal(texts.at(-1), "after the restart");
+      texts.slice(0, -1).forEach((text, i) => assert.equal(text, `chunk ${i + 1} `));
+      assert.ok(texts.length > 50);
+      assert.ok(!events.some((e) => e.type === "disconnected"), "the client saw a disconnect");
+    } finally {
+      await client.dispose().catch(() => undefined);
+      await server.stop();
+    }
+  });
+});

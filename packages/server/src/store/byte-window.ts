@@ -1,0 +1,208 @@
+import { FRAME_HEADER_BYTES, RECORD_HEADER_BYTES, sealFrame } from "./frames.js";
+
+/** Consecutive events: `data[i]` has sequence number `first + i`. */
+export interface EventBatch {
+  first: number;
+  data: string[];
+}
+
+export interface WindowLimits {
+  /** Events kept, by count… */
+  maxEvents: number;
+  /** …and by bytes (UTF-8, with their framing). */
+  maxBytes: number;
+}
+
+/** First slab size; each new slab doubles it, up to `MAX_SLAB_BYTES`, so idle connections stay small. */
+const MIN_SLAB_BYTES = 4 * 1024;
+const MAX_SLAB_BYTES = 1024 * 1024;
+
+/** A buffer of consecutive events in log format (`frames.ts`), the newest last. */
+interface Slab {
+  buf: Buffer;
+  used: number;
+  firstSeq: number;
+  count: number;
+  /** Byte offset of each event's record in `buf`. */
+  offsets: Uint32Array;
+  /** Start of the frame being filled, or -1. */
+  frameStart: number;
+  frameCount: number;
+  /** Bytes the segment writer has written (`markTaken`). */
+  taken: number;
+}
+
+/**
+ * The newest events of a connection as bytes outside the JS heap. Retaining them as strings made
+ * up to 10,000 long-lived objects per connection that every full garbage collection had to visit
+ * (3–10 ms pauses, the largest part of the server's p99); here a connection's window is a handful
+ * of slabs (`Buffer.allocUnsafeSlow`, not pooled) and a typed array of offsets per slab.
+ *
+ * The bytes are already in the on-disk format: events go into frames, and `sealed` hands the
+ * sealed frames to the segment writer as they are, so a commit is one `write` of bytes already
+ * here. The oldest events are dropped past `limits` (a whole slab is released once all its events
+ * are).
+ */
+export class ByteWindow {
+  private slabs: Slab[] = [];
+  private spare: Buffer | undefined;
+  private nextSlabBytes = MIN_SLAB_BYTES;
+  /** Oldest seq still readable (events before it in the first slab were dropped). */
+  private first: number;
+  private next: number;
+  private retainedBytes = 0;
+
+  constructor(
+    private readonly limits: WindowLimits,
+    firstSeq: number,
+    /** Whether frames are sealed (headers and checksums written): only a window backed by a file needs it. */
+    private readonly sealFrames: boolean,
+  ) {
+    this.first = firstSeq;
+    this.next = firstSeq;
+  }
+
+  /** The seq the next appended event gets. */
+  get nextSeq(): number {
+    return this.next;
+  }
+
+  /** The oldest seq the window can still read. */
+  get firstSeq(): number {
+    return this.first;
+  }
+
+  /** Appends one event; returns its seq. */
+  append(data: string): number {
+    const maxBytes = data.length * 3; // UTF-8 of a UTF-16 string is at most 3 bytes per unit
+    let slab = this.slabs.at(-1);
+    if (!slab || !this.fits(slab, maxBytes)) {
+      const exact = Buffer.byteLength(data);
+      if (!slab || !this.fits(slab, exact)) slab = this.newSlab(exact);
+    }
+    if (slab.frameStart === -1) {
+      slab.frameStart = slab.used;
+      slab.frameCount = 0;
+      slab.used += FRAME_HEADER_BYTES;
+    }
+    const at = slab.used;
+    const written = slab.buf.write(data, at + RECORD_HEADER_BYTES, "utf8");
+    slab.buf.writeUInt32LE(written, at);
+    if (slab.count === slab.offsets.length) slab.offsets = grow(slab.offsets);
+    slab.offsets[slab.count++] = at;
+    slab.frameCount++;
+    slab.used = at + RECORD_HEADER_BYTES + written;
+    this.retainedBytes += RECORD_HEADER_BYTES + written;
+    this.evict();
+    return this.next++;
+  }
+
+  /**
+   * Seals the frame being filled and returns every sealed frame not taken yet, as views of the
+   * slabs, oldest first. They stay untaken (and in the window) until `markTaken`, so a write that
+   * failed is retried with the same bytes.
+   */
+  sealed(timeMs: number): Buffer[] {
+    const out: Buffer[] = [];
+    for (const slab of this.slabs) {
+      this.seal(slab, timeMs);
+      if (slab.taken < slab.used) out.push(slab.buf.subarray(slab.taken, slab.used));
+    }
+    return out;
+  }
+
+  /** The frames `sealed` returned were written. */
+  markTaken(): void {
+    for (const slab of this.slabs) slab.taken = slab.used;
+  }
+
+  /** Events after `cursor`, about `maxBytes` of them (at least one); undefined if `cursor + 1` is older than the window. */
+  read(cursor: number, maxBytes: number): EventBatch | undefined {
+    const first = cursor + 1;
+    if (first < this.first) return undefined;
+    const data: string[] = [];
+    let bytes = 0;
+    for (let seq = first; seq < this.next && (data.length === 0 || bytes < maxBytes); seq++) {
+      const slab = this.slabOf(seq)!;
+      const at = slab.offsets[seq - slab.firstSeq]!;
+      const length = slab.buf.readUInt32LE(at);
+      data.push(slab.buf.toString("utf8", at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length));
+      bytes += length;
+    }
+    return { first, data };
+  }
+
+  private fits(slab: Slab, dataBytes: number): boolean {
+    const frame = slab.frameStart === -1 ? FRAME_HEADER_BYTES : 0;
+    return slab.used + frame + RECORD_HEADER_BYTES + dataBytes <= slab.buf.length;
+  }
+
+  private newSlab(dataBytes: number): Slab {
+    const last = this.slabs.at(-1);
+    if (last) this.seal(last, Date.now());
+    const needed = FRAME_HEADER_BYTES + RECORD_HEADER_BYTES + dataBytes;
+    const size = Math.max(this.nextSlabBytes, needed);
+    this.nextSlabBytes = Math.min(this.nextSlabBytes * 2, MAX_SLAB_BYTES);
+    const spare = this.spare;
+    this.spare = undefined;
+    const slab: Slab = {
+      buf: spare !== undefined && spare.length >= size ? spare : Buffer.allocUnsafeSlow(size),
+      used: 0,
+      firstSeq: this.next,
+      count: 0,
+      offsets: new Uint32Array(64),
+      frameStart: -1,
+      frameCount: 0,
+      taken: 0,
+    };
+    this.slabs.push(slab);
+    return slab;
+  }
+
+  private seal(slab: Slab, timeMs: number): void {
+    if (slab.frameStart === -1) return;
+    if (this.sealFrames) sealFrame(slab.buf, slab.frameStart, slab.used, slab.frameCount, timeMs);
+    slab.frameStart = -1;
+  }
+
+  private slabOf(seq: number): Slab | undefined {
+    for (let i = this.slabs.length - 1; i >= 0; i--) {
+      const slab = this.slabs[i]!;
+      if (seq >= slab.firstSeq) return seq < slab.firstSeq + slab.count ? slab : undefined;
+    }
+    return undefined;
+  }
+
+  /**
+   * Drops the oldest events past the limits; the newest event always stays, and so does any event
+   * the segment writer has not taken yet (a window backed by a file never loses unwritten bytes).
+   */
+  private evict(): void {
+    const { maxEvents, maxBytes } = this.limits;
+    while (
+      this.next - this.first > 1 &&
+      (this.next - this.first > maxEvents || this.retainedBytes > maxBytes)
+    )
+      if (!this.dropOldest()) return;
+  }
+
+  private dropOldest(): boolean {
+    const slab = this.slabs[0]!;
+    const at = slab.offsets[this.first - slab.firstSeq]!;
+    if (this.sealFrames && at >= slab.taken) return false;
+    this.retainedBytes -= RECORD_HEADER_BYTES + slab.buf.readUInt32LE(at);
+    this.first++;
+    if (this.first === slab.firstSeq + slab.count && slab !== this.slabs.at(-1)) {
+      // Its last event is gone (and was taken, so all of it was): the slab is released.
+      this.slabs.shift();
+      if (slab.buf.length === MAX_SLAB_BYTES) this.spare = slab.buf;
+    }
+    return true;
+  }
+}
+
+function grow(offsets: Uint32Array): Uint32Array {
+  const bigger = new Uint32Array(offsets.length * 2);
+  bigger.set(offsets);
+  return bigger;
+}

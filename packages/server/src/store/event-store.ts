@@ -1,0 +1,443 @@
+/**
+ * Where connections keep their events and the server its index: the seam between the runtime and
+ * storage (like the MCP SDK's `EventStore`). `memoryStore()` keeps everything in the process;
+ * `diskStore()` keeps each connection's events in segment files and the index (connections, their
+ * sessions, Sandbox metadata) in a journal under the data directory, so that a restarted server
+ * finds them again.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { ByteWindow, type EventBatch, type WindowLimits } from "./byte-window.js";
+import { SegmentFiles, type Repair, type SegmentLimits } from "./segments.js";
+import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
+
+export type { EventBatch, WindowLimits } from "./byte-window.js";
+export { CorruptLogError } from "./segments.js";
+export type { Repair } from "./segments.js";
+export type { StateTable } from "./tables.js";
+
+/** The event log's settings (config file `eventLog`). */
+export interface EventLogOptions extends SegmentLimits {
+  /** Keep events and the index in memory only (nothing survives a restart). */
+  inMemory: boolean;
+  /** `fdatasync` what was written before it is delivered, so it survives a power loss too. */
+  fsync: boolean;
+  /** With `fsync`: how long writes are gathered before one `fdatasync` covers them all (group commit). */
+  fsyncIntervalMs: number;
+}
+
+export const DEFAULT_EVENT_LOG_OPTIONS: EventLogOptions = {
+  inMemory: false,
+  fsync: false,
+  fsyncIntervalMs: 5,
+  segmentBytes: 8 * 1024 * 1024,
+  retentionBytes: 128 * 1024 * 1024,
+  retentionMs: 24 * 60 * 60_000,
+};
+
+/** One connection's events, numbered from 1. */
+export interface ConnectionLog {
+  /** The seq the next appended event gets. */
+  readonly nextSeq: number;
+  /** The newest seq that may be delivered: written (and synced, with `fsync`). Write before deliver. */
+  readonly durableSeq: number;
+  /** The oldest cursor a reader may resume from (the events after it are kept). */
+  readonly oldestCursor: number;
+  /** Why appended events cannot be written at the moment (ENOSPC…); they are kept and retried. */
+  readonly failure: Error | undefined;
+  /** Called when `durableSeq` moves on by itself (a sync completed, a failed write succeeded). */
+  onDurable: (() => void) | undefined;
+  /** Appends one event; returns its seq. */
+  append(data: string): number;
+  /** Writes what was appended since the last commit. */
+  commit(): void;
+  /**
+   * Events after `cursor`, at most up to `durableSeq`, about `maxBytes` of them (at least one);
+   * undefined when there is none. Throws `CorruptLogError` when a segment on disk is unreadable.
+   */
+  read(cursor: number, maxBytes: number): EventBatch | undefined;
+  /** Forgets every event up to `seq` (they were found unreadable). */
+  dropThrough(seq: number): void;
+  /** Releases the log's file (shutdown); it is kept. */
+  close(): void;
+  /** Deletes the log. */
+  remove(): void;
+}
+
+export interface EventStore {
+  /** Whether connections survive a restart. */
+  readonly durable: boolean;
+  /** Where the store lives, for messages; undefined in memory. */
+  readonly dir: string | undefined;
+  /** A table of the index (connections, sessions, extension state). */
+  table<T>(name: string): StateTable<T>;
+  /** The log of a new connection. Throws the filesystem's error when it cannot be created (ENOSPC…). */
+  createLog(connectionId: string, window: WindowLimits): ConnectionLog;
+  /**
+   * The log a connection left in an earlier run, with what had to be repaired (a torn tail cut
+   * off); undefined when none is left.
+   */
+  openLog(
+    connectionId: string,
+    window: WindowLimits,
+  ): { log: ConnectionLog; repair: Repair | undefined } | undefined;
+  /** Writes what is pending and releases the files. */
+  close(): void;
+}
+
+export type StoreReport = (message: string, fields: Record<string, unknown>) => void;
+
+// ---- in memory ---------------------------------------------------------------------------------
+
+/** Everything in the process: the replay window is the log. */
+export function memoryStore(): EventStore {
+  const tables = new MemoryTables();
+  return {
+    durable: false,
+    dir: undefined,
+    table: (name) => tables.table(name),
+    createLog: (_id, window) => new MemoryLog(window),
+    openLog: () => undefined,
+    close: () => {},
+  };
+}
+
+class MemoryLog implements ConnectionLog {
+  private readonly window: ByteWindow;
+  onDurable: (() => void) | undefined;
+  readonly failure = undefined;
+
+  constructor(limits: WindowLimits) {
+    this.window = new ByteWindow(limits, 1, false);
+  }
+
+  get nextSeq(): number {
+    return this.window.nextSeq;
+  }
+
+  get durableSeq(): number {
+    return this.window.nextSeq - 1;
+  }
+
+  get oldestCursor(): number {
+    return this.window.firstSeq - 1;
+  }
+
+  append(data: string): number {
+    return this.window.append(data);
+  }
+
+  commit(): void {}
+
+  read(cursor: number, maxBytes: number): EventBatch | undefined {
+    return cursor >= this.durableSeq ? undefined : this.window.read(cursor, maxBytes);
+  }
+
+  dropThrough(): void {}
+  close(): void {}
+  remove(): void {}
+}
+
+// ---- on disk -----------------------------------------------------------------------------------
+
+/** How often changed counters of the index are written, and failed writes retried. */
+const CHECKPOINT_MS = 1000;
+
+/** Another server holds the data directory's event log. */
+export class StoreLockedError extends Error {}
+
+/**
+ * The event log in `<dataDir>/event-log/`: `index.json` + `index.journal`, one directory of
+ * segments per connection, and a `lock` naming the server that uses it.
+ */
+export function diskStore(dataDir: string, options: EventLogOptions, report: StoreReport): EventStore {
+  return new DiskStore(path.join(dataDir, "event-log"), options, report);
+}
+
+class DiskStore implements EventStore {
+  readonly durable = true;
+  private readonly tables: Tables & IndexJournal;
+  private readonly logs = new Set<DiskLog>();
+  private readonly unsynced = new Set<DiskLog>();
+  private syncTimer: NodeJS.Timeout | undefined;
+  private syncing = false;
+  private readonly checkpointTimer: NodeJS.Timeout;
+  private readonly lockFile: string;
+
+  constructor(
+    readonly dir: string,
+    private readonly options: EventLogOptions,
+    private readonly report: StoreReport,
+  ) {
+    fs.mkdirSync(dir, { recursive: true });
+    this.lockFile = path.join(dir, "lock");
+    takeLock(this.lockFile, dir);
+    this.tables = IndexJournal.open(dir, report);
+    this.checkpointTimer = setInterval(() => this.checkpoint(), CHECKPOINT_MS);
+    this.checkpointTimer.unref();
+  }
+
+  table<T>(name: string): StateTable<T> {
+    return this.tables.table<T>(name);
+  }
+
+  createLog(connectionId: string, window: WindowLimits): ConnectionLog {
+    const files = SegmentFiles.create(this.logDir(connectionId), 1, this.options, this.options.fsync);
+    return this.track(new DiskLog(this, files, window));
+  }
+
+  openLog(connectionId: string, window: WindowLimits) {
+    const opened = SegmentFiles.open(this.logDir(connectionId), this.options, this.options.fsync);
+    if (!opened) return undefined;
+    opened.files.retain(Date.now());
+    return { log: this.track(new DiskLog(this, opened.files, window)), repair: opened.repair };
+  }
+
+  close(): void {
+    clearInterval(this.checkpointTimer);
+    clearTimeout(this.syncTimer);
+    for (const log of this.logs) {
+      log.commit();
+      if (this.options.fsync) for (const fd of log.files.syncTargets().fds) syncQuietly(fd);
+      log.close();
+    }
+    this.tables.close();
+    if (this.options.fsync) {
+      const journal = this.tables.takeUnsynced();
+      if (journal !== undefined) syncQuietly(journal);
+    }
+    fs.rmSync(this.lockFile, { force: true });
+  }
+
+  /** @internal A log wrote events: deliver them now, or after the next group commit. */
+  written(log: DiskLog): void {
+    if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
+    this.unsynced.add(log);
+    this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+  }
+
+  /** @internal */
+  failed(log: DiskLog, error: Error): void {
+    this.report("cannot write the event log; the connection's output is held until it can be written", {
+      dir: log.files.dir,
+      error: String(error),
+    });
+  }
+
+  /** @internal */
+  forget(log: DiskLog): void {
+    this.logs.delete(log);
+    this.unsynced.delete(log);
+  }
+
+  private track(log: DiskLog): DiskLog {
+    this.logs.add(log);
+    return log;
+  }
+
+  private logDir(connectionId: string): string {
+    // Connection ids are UUIDs made by this server; anything else must not name a path.
+    if (!/^[0-9a-f-]{36}$/.test(connectionId)) throw new Error(`not a connection id: ${connectionId}`);
+    return path.join(this.dir, connectionId);
+  }
+
+  private checkpoint(): void {
+    this.tables.checkpoint();
+    const now = Date.now();
+    for (const log of this.logs) {
+      if (log.failure !== undefined) log.commit();
+      log.retain(now);
+    }
+  }
+
+  /**
+   * One `fdatasync` per file covers every write made since the previous group commit; the events
+   * those writes hold are delivered once it completes. Writes made while a sync runs wait for the next.
+   */
+  private async groupCommit(): Promise<void> {
+    this.syncTimer = undefined;
+    if (this.syncing) return;
+    this.syncing = true;
+    const logs = [...this.unsynced];
+    this.unsynced.clear();
+    const batches = logs.map((log) => ({ log, seq: log.writtenSeq, targets: log.files.syncTargets() }));
+    const journal = this.tables.takeUnsynced();
+    const syncs: Array<Promise<void>> = [];
+    for (const { log, targets } of batches) {
+      for (const fd of targets.fds) syncs.push(fdatasync(fd));
+      if (targets.dir) syncs.push(syncDirectory(log.files.dir), syncDirectory(this.dir));
+    }
+    if (journal !== undefined) syncs.push(fdatasync(journal));
+    const results = await Promise.allSettled(syncs);
+    for (const result of results)
+      if (result.status === "rejected")
+        this.report("fdatasync of the event log failed", { error: String(result.reason) });
+    for (const { log, seq, targets } of batches) {
+      log.files.closeRetired(targets.fds);
+      log.durableThrough(seq);
+    }
+    this.syncing = false;
+    if (this.unsynced.size > 0)
+      this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+  }
+}
+
+class DiskLog implements ConnectionLog {
+  private readonly window: ByteWindow;
+  /** The newest seq written to the segments. */
+  writtenSeq: number;
+  private durable: number;
+  failure: Error | undefined;
+  onDurable: (() => void) | undefined;
+
+  constructor(
+    private readonly store: DiskStore,
+    readonly files: SegmentFiles,
+    limits: WindowLimits,
+  ) {
+    this.window = new ByteWindow(limits, files.nextSeq, true);
+    this.writtenSeq = files.nextSeq - 1;
+    this.durable = this.writtenSeq;
+  }
+
+  get nextSeq(): number {
+    return this.window.nextSeq;
+  }
+
+  get durableSeq(): number {
+    return this.durable;
+  }
+
+  get oldestCursor(): number {
+    // Live: a new segment deletes old ones at once (retention), not only at the next checkpoint.
+    return this.files.oldestSeq - 1;
+  }
+
+  append(data: string): number {
+    return this.window.append(data);
+  }
+
+  commit(): void {
+    const now = Date.now();
+    const chunks = this.window.sealed(now);
+    if (chunks.length === 0) return;
+    try {
+      this.files.write(chunks, this.window.nextSeq - 1 - this.writtenSeq, now);
+    } catch (error) {
+      if (this.failure === undefined) this.store.failed(this, error as Error);
+      this.failure = error as Error;
+      return;
+    }
+    this.window.markTaken();
+    this.writtenSeq = this.window.nextSeq - 1;
+    this.failure = undefined;
+    this.store.written(this);
+  }
+
+  /** @internal Events through `seq` are safe: they may be delivered. */
+  durableThrough(seq: number): void {
+    if (seq <= this.durable) return;
+    this.durable = seq;
+    this.onDurable?.();
+  }
+
+  read(cursor: number, maxBytes: number): EventBatch | undefined {
+    if (cursor >= this.durable) return undefined;
+    const batch =
+      cursor + 1 >= this.window.firstSeq
+        ? this.window.read(cursor, maxBytes)
+        : this.files.read(cursor, maxBytes, this.durable);
+    if (batch === undefined) return undefined;
+    const over = batch.first + batch.data.length - 1 - this.durable;
+    if (over > 0) batch.data.length -= over;
+    return batch;
+  }
+
+  dropThrough(seq: number): void {
+    this.files.dropThrough(seq);
+  }
+
+  /** @internal Deletes segments past the retention limits. */
+  retain(now: number): void {
+    this.files.retain(now);
+  }
+
+  close(): void {
+    this.store.forget(this);
+    this.files.close();
+  }
+
+  remove(): void {
+    this.store.forget(this);
+    this.files.remove();
+  }
+}
+
+function fdatasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await fs.promises.open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function syncQuietly(fd: number): void {
+  try {
+    fs.fdatasyncSync(fd);
+  } catch {
+    // Closed already, or the disk failed: nothing more can be done at shutdown.
+  }
+}
+
+/**
+ * Makes this server the only user of the event log: a lock file with its pid (and the pid's start
+ * time, so a pid reused after a crash is not mistaken for a live server). A lock left by a server
+ * that is gone (killed) is taken over.
+ */
+function takeLock(file: string, dir: string): void {
+  const mine = `${process.pid} ${processStart(process.pid) ?? ""}\n`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, mine, { flag: "wx" });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const [pid, start] = fs.readFileSync(file, "utf8").trim().split(" ");
+    if (
+      pid !== undefined &&
+      isAlive(Number(pid)) &&
+      (start === undefined || start === "" || processStart(Number(pid)) === start)
+    )
+      throw new StoreLockedError(
+        `Another sandbox-agent server (pid ${pid}) uses the event log in ${dir}. ` +
+          "Give this server its own --data-dir, or run it with --in-memory.",
+      );
+    fs.rmSync(file, { force: true });
+  }
+  throw new StoreLockedError(`Could not take the lock ${file}.`);
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The start time of a process (`/proc/<pid>/stat` field 22), where Linux tells it. */
+function processStart(pid: number): string | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,418 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { EventBatch } from "./byte-window.js";
+import {
+  FRAME_HEADER_BYTES,
+  frameEvents,
+  readFrame,
+  readSegmentHeader,
+  SEGMENT_HEADER_BYTES,
+  segmentHeader,
+  type FrameInfo,
+} from "./frames.js";
+
+export interface SegmentLimits {
+  /** A segment file is closed and a new one started past this size. */
+  segmentBytes: number;
+  /** Older segments are deleted while a connection's log is larger… */
+  retentionBytes: number;
+  /** …or when everything in them is older than this. */
+  retentionMs: number;
+}
+
+/** A segment that cannot be read: a frame in the middle of it fails its checksum. */
+export class CorruptLogError extends Error {
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    readonly throughSeq: number,
+  ) {
+    super(`event log segment ${file} is corrupt at byte ${offset}`);
+  }
+}
+
+/** What opening a log found wrong and repaired, to be reported. */
+export interface Repair {
+  file: string;
+  /** Bytes dropped from the end of the last segment (a torn write), or undefined. */
+  droppedBytes: number;
+  reason: string;
+}
+
+interface Segment {
+  firstSeq: number;
+  file: string;
+  bytes: number;
+  /** Time of the newest frame (the file's mtime for segments of an earlier run). */
+  newestMs: number;
+  /** Frame starts every `INDEX_STRIDE` bytes or so, as flat `[seq, offset, seq, offset…]`; built on the first read for segments of an earlier run. */
+  index: number[] | undefined;
+}
+
+/** Distance between two entries of a segment's sparse index: a read starts at most this far before its event. */
+const INDEX_STRIDE = 64 * 1024;
+/** Smallest read from a segment. */
+const READ_CHUNK = 256 * 1024;
+
+const nameOf = (firstSeq: number) => `${String(firstSeq).padStart(16, "0")}.log`;
+const SEGMENT_NAME = /^(\d{16})\.log$/;
+
+/**
+ * One connection's events on disk: segment files named by their first sequence number, the last
+ * one open for appending. Appends are `write`s of frames already encoded in memory (the page
+ * cache is enough to survive a killed process); `fds()` names what a group commit must
+ * `fdatasync` to survive a power loss too.
+ */
+export class SegmentFiles {
+  private fd: number;
+  /** Descriptors of segments rotated out and not yet synced (with `fsync` on). */
+  private retired: number[] = [];
+  private dirCreated = true;
+  private constructor(
+    readonly dir: string,
+    private readonly segments: Segment[],
+    fd: number,
+    private next: number,
+    private readonly limits: SegmentLimits,
+    private readonly keepForSync: boolean,
+  ) {
+    this.fd = fd;
+  }
+
+  /** A new log whose first event gets `firstSeq`. Throws the filesystem's error (ENOSPC…). */
+  static create(dir: string, firstSeq: number, limits: SegmentLimits, fsync: boolean): SegmentFiles {
+    fs.mkdirSync(dir, { recursive: true });
+    const segment = newSegment(dir, firstSeq);
+    return new SegmentFiles(dir, [segment.segment], segment.fd, firstSeq, limits, fsync);
+  }
+
+  /**
+   * The log in `dir` as an earlier run left it: older segments are taken as they are (read and
+   * checked on first use), the last one is read through, and a torn or corrupt tail (a write cut
+   * short by a crash or power loss) is cut off and reported. Undefined when no segment is left.
+   */
+  static open(
+    dir: string,
+    limits: SegmentLimits,
+    fsync: boolean,
+  ): { files: SegmentFiles; repair: Repair | undefined } | undefined {
+    let names: string[];
+    try {
+      names = fs
+        .readdirSync(dir)
+        .filter((n) => SEGMENT_NAME.test(n))
+        .sort();
+    } catch {
+      return undefined;
+    }
+    if (names.length === 0) return undefined;
+    const segments: Segment[] = names.map((name) => {
+      const file = path.join(dir, name);
+      const stat = fs.statSync(file);
+      return {
+        firstSeq: Number(name.slice(0, 16)),
+        file,
+        bytes: stat.size,
+        newestMs: stat.mtimeMs,
+        index: undefined,
+      };
+    });
+    const tail = segments.at(-1)!;
+    const { next, repair } = scanTail(tail);
+    const fd = fs.openSync(tail.file, "a");
+    const files = new SegmentFiles(dir, segments, fd, next, limits, fsync);
+    files.dirCreated = false;
+    return { files, repair };
+  }
+
+  /** The seq the next written event gets. */
+  get nextSeq(): number {
+    return this.next;
+  }
+
+  /** The oldest seq still on disk. */
+  get oldestSeq(): number {
+    return this.segments[0]!.firstSeq;
+  }
+
+  /** Total bytes of the segments. */
+  get bytes(): number {
+    return this.segments.reduce((sum, s) => sum + s.bytes, 0);
+  }
+
+  /**
+   * Appends frames holding `count` events. On failure (ENOSPC, EIO…) the file is cut back to where
+   * it was, so what was written before stays intact, and the error is thrown.
+   */
+  write(chunks: Buffer[], count: number, timeMs: number): void {
+    let bytes = 0;
+    for (const chunk of chunks) bytes += chunk.length;
+    let segment = this.segments.at(-1)!;
+    if (segment.bytes > SEGMENT_HEADER_BYTES && segment.bytes + bytes > this.limits.segmentBytes)
+      segment = this.rotate();
+    const offset = segment.bytes;
+    try {
+      writeAll(this.fd, chunks, bytes);
+    } catch (error) {
+      try {
+        fs.ftruncateSync(this.fd, offset);
+      } catch {
+        // Nothing more to do: the next open cuts an invalid tail anyway.
+      }
+      throw error;
+    }
+    const index = segment.index!;
+    if (index.length === 0 || offset - index[index.length - 1]! >= INDEX_STRIDE)
+      index.push(this.next, offset);
+    segment.bytes += bytes;
+    segment.newestMs = timeMs;
+    this.next += count;
+  }
+
+  /**
+   * Events after `cursor` up to seq `last`, about `maxBytes` of them, read from the segments;
+   * undefined when `cursor + 1` is not on disk. Throws `CorruptLogError` for a frame that fails
+   * its checksum.
+   */
+  read(cursor: number, maxBytes: number, last: number): EventBatch | undefined {
+    const first = cursor + 1;
+    const at = this.segmentIndexOf(first);
+    if (at === -1 || first > last) return undefined;
+    const segment = this.segments[at]!;
+    const end = at + 1 < this.segments.length ? this.segments[at + 1]!.firstSeq : this.next;
+    let [seq, offset] = this.seek(segment, first);
+    const data: string[] = [];
+    let bytes = 0;
+    let buf: Buffer = Buffer.alloc(0);
+    let bufStart = offset;
+    while (seq < end && seq <= last && (data.length === 0 || bytes < maxBytes)) {
+      let frame = readFrame(buf, offset - bufStart);
+      if (frame === "incomplete") {
+        bufStart = offset;
+        buf = readAt(segment.file, offset, Math.max(READ_CHUNK, maxBytes + FRAME_HEADER_BYTES));
+        frame = readFrame(buf, 0);
+        if (frame === "incomplete") {
+          const header = readFrameSize(buf);
+          if (header !== undefined) {
+            buf = readAt(segment.file, offset, header);
+            frame = readFrame(buf, 0);
+          }
+        }
+      }
+      if (typeof frame === "string") throw new CorruptLogError(segment.file, offset, end - 1);
+      if (seq + frame.count > first) {
+        const events = frameEvents(buf, offset - bufStart, frame);
+        for (let i = Math.max(0, first - seq); i < events.length && seq + i <= last; i++) {
+          if (data.length > 0 && bytes >= maxBytes) break;
+          data.push(events[i]!);
+          bytes += events[i]!.length;
+        }
+      }
+      seq += frame.count;
+      offset += frame.bytes;
+    }
+    return data.length === 0 ? undefined : { first, data };
+  }
+
+  /**
+   * Deletes the oldest segments past the retention limits (never the one being written); returns
+   * the first seq kept.
+   */
+  retain(now: number): number {
+    const { retentionBytes, retentionMs } = this.limits;
+    let total = this.bytes;
+    while (this.segments.length > 1) {
+      const oldest = this.segments[0]!;
+      if (total <= retentionBytes && oldest.newestMs >= now - retentionMs) break;
+      fs.rmSync(oldest.file, { force: true });
+      total -= oldest.bytes;
+      this.segments.shift();
+    }
+    return this.oldestSeq;
+  }
+
+  /** Drops every segment that ends at or before `seq` (after a corrupt one was found); returns the first seq kept. */
+  dropThrough(seq: number): number {
+    while (this.segments.length > 1 && this.segments[1]!.firstSeq <= seq + 1) {
+      fs.rmSync(this.segments[0]!.file, { force: true });
+      this.segments.shift();
+    }
+    return this.oldestSeq;
+  }
+
+  /** Descriptors holding writes not yet synced, and whether a new file's directory entry needs syncing too. */
+  syncTargets(): { fds: number[]; dir: boolean } {
+    const targets = { fds: [...this.retired, this.fd], dir: this.dirCreated };
+    this.dirCreated = false;
+    return targets;
+  }
+
+  /** Closes segments rotated out once a sync covered them. */
+  closeRetired(fds: number[]): void {
+    for (const fd of fds) {
+      if (fd === this.fd) continue;
+      this.retired = this.retired.filter((r) => r !== fd);
+      closeQuietly(fd);
+    }
+  }
+
+  /** Closes the open segment (the files stay). */
+  close(): void {
+    for (const fd of [...this.retired, this.fd]) closeQuietly(fd);
+    this.retired = [];
+  }
+
+  /** Deletes the whole log. */
+  remove(): void {
+    this.close();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private rotate(): Segment {
+    if (this.keepForSync) this.retired.push(this.fd);
+    else closeQuietly(this.fd);
+    const { segment, fd } = newSegment(this.dir, this.next);
+    this.fd = fd;
+    this.dirCreated = true;
+    this.segments.push(segment);
+    this.retain(Date.now());
+    return segment;
+  }
+
+  private segmentIndexOf(seq: number): number {
+    for (let i = this.segments.length - 1; i >= 0; i--)
+      if (this.segments[i]!.firstSeq <= seq) return seq < this.next ? i : -1;
+    return -1;
+  }
+
+  /** The frame start at or before `seq` that the sparse index knows: `[its first seq, its offset]`. */
+  private seek(segment: Segment, seq: number): [number, number] {
+    segment.index ??= buildIndex(segment);
+    const index = segment.index;
+    let best = 0;
+    for (let i = 0; i < index.length; i += 2) {
+      if (index[i]! > seq) break;
+      best = i;
+    }
+    return index.length === 0 ? [segment.firstSeq, SEGMENT_HEADER_BYTES] : [index[best]!, index[best + 1]!];
+  }
+}
+
+function newSegment(dir: string, firstSeq: number): { segment: Segment; fd: number } {
+  const file = path.join(dir, nameOf(firstSeq));
+  const fd = fs.openSync(file, "wx");
+  try {
+    fs.writeSync(fd, segmentHeader(firstSeq));
+  } catch (error) {
+    closeQuietly(fd);
+    fs.rmSync(file, { force: true });
+    throw error;
+  }
+  const segment = { firstSeq, file, bytes: SEGMENT_HEADER_BYTES, newestMs: Date.now(), index: [] };
+  return { segment, fd };
+}
+
+/**
+ * Reads the last segment through: its sparse index, the seq after its last event, and where its
+ * valid frames end. What follows (a frame cut short by a crash, or bytes that are no frame) is cut
+ * off, so that the next write starts right after the last valid frame.
+ */
+function scanTail(segment: Segment): { next: number; repair: Repair | undefined } {
+  const buf = fs.readFileSync(segment.file);
+  const index: number[] = [];
+  segment.index = index;
+  let seq = segment.firstSeq;
+  let offset = SEGMENT_HEADER_BYTES;
+  let reason: string | undefined;
+  if (readSegmentHeader(buf) !== segment.firstSeq) {
+    reason = "the segment header is missing or does not match the file name";
+    fs.writeFileSync(segment.file, segmentHeader(segment.firstSeq));
+    segment.bytes = SEGMENT_HEADER_BYTES;
+    return { next: seq, repair: { file: segment.file, droppedBytes: buf.length, reason } };
+  }
+  let lastIndexed = -INDEX_STRIDE;
+  for (;;) {
+    const frame: FrameInfo | "incomplete" | "invalid" = readFrame(buf, offset);
+    if (typeof frame === "string") {
+      if (offset < buf.length)
+        reason =
+          frame === "incomplete" ? "a frame cut short (a torn write)" : "bytes that are not a valid frame";
+      break;
+    }
+    if (offset - lastIndexed >= INDEX_STRIDE) {
+      index.push(seq, offset);
+      lastIndexed = offset;
+    }
+    seq += frame.count;
+    offset += frame.bytes;
+    segment.newestMs = frame.timeMs;
+  }
+  if (reason === undefined) return { next: seq, repair: undefined };
+  fs.truncateSync(segment.file, offset);
+  segment.bytes = offset;
+  return { next: seq, repair: { file: segment.file, droppedBytes: buf.length - offset, reason } };
+}
+
+/** The sparse index of a segment of an earlier run, from a read of the whole file. */
+function buildIndex(segment: Segment): number[] {
+  const buf = fs.readFileSync(segment.file);
+  const index: number[] = [];
+  let seq = segment.firstSeq;
+  let offset = SEGMENT_HEADER_BYTES;
+  let lastIndexed = -INDEX_STRIDE;
+  while (offset < buf.length) {
+    const frame = readFrame(buf, offset);
+    if (typeof frame === "string") break; // the read that reaches it reports it
+    if (offset - lastIndexed >= INDEX_STRIDE) {
+      index.push(seq, offset);
+      lastIndexed = offset;
+    }
+    seq += frame.count;
+    offset += frame.bytes;
+  }
+  if (index.length === 0) index.push(segment.firstSeq, SEGMENT_HEADER_BYTES);
+  return index;
+}
+
+/** The whole size of the frame whose header starts `buf`, if the header is there. */
+function readFrameSize(buf: Buffer): number | undefined {
+  return buf.length >= FRAME_HEADER_BYTES ? FRAME_HEADER_BYTES + buf.readUInt32LE(8) : undefined;
+}
+
+function readAt(file: string, offset: number, length: number): Buffer {
+  const fd = fs.openSync(file, "r");
+  try {
+    const buf = Buffer.allocUnsafe(length);
+    const n = fs.readSync(fd, buf, 0, length, offset);
+    return buf.subarray(0, n);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function writeAll(fd: number, chunks: Buffer[], bytes: number): void {
+  let written = fs.writevSync(fd, chunks);
+  while (written < bytes) {
+    // A short write (the disk filling up): write the rest; the next write reports the error.
+    let skip = written;
+    const rest: Buffer[] = [];
+    for (const chunk of chunks) {
+      if (skip >= chunk.length) skip -= chunk.length;
+      else {
+        rest.push(chunk.subarray(skip));
+        skip = 0;
+      }
+    }
+    const more = fs.writevSync(fd, rest);
+    if (more === 0) throw Object.assign(new Error("short write to the event log"), { code: "ENOSPC" });
+    written += more;
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // Already closed.
+  }
+}

@@ -1,0 +1,299 @@
+import assert from "node:assert/strict";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, it } from "node:test";
+import {
+  mockAgentBin,
+  startServer,
+  tempDir,
+  waitFor,
+  type RunningServer,
+  type SseEvent,
+} from "@sandbox-agent/testkit";
+import { filteredMock } from "./support/agents.js";
+import { agentText, RawConnection, type RpcMessage, type SseReader } from "./support/rpc.js";
+
+interface ServerSetup {
+  dataDir: string;
+  /** The mock agent keeps its sessions here, so a restarted agent can load them. */
+  stateDir: string;
+  agent?: { command: string; args: string[] };
+  config?: Record<string, unknown>;
+}
+
+function setup(more: Partial<ServerSetup> = {}): ServerSetup {
+  return { dataDir: tempDir("durable-data-"), stateDir: tempDir("durable-mock-"), ...more };
+}
+
+/** The real server on `setup.dataDir`; every run of it on the same setup finds the same connections. */
+function serve(s: ServerSetup): Promise<RunningServer> {
+  const agent = s.agent ?? { command: process.execPath, args: [mockAgentBin] };
+  return startServer({
+    args: ["--data-dir", s.dataDir],
+    config: { agents: { mock: { ...agent, env: { MOCK_AGENT_STATE_DIR: s.stateDir } } }, ...s.config },
+  });
+}
+
+/** Stops the server with `signal`; resolves once it exited and the client's stream ended. */
+async function kill(server: RunningServer, signal: NodeJS.Signals, sse: SseReader): Promise<void> {
+  const exited = new Promise((resolve) => server.process.once("exit", resolve));
+  server.process.kill(signal);
+  await exited;
+  await sse.done;
+}
+
+/** A connection to the mock agent with its stream open and one session. */
+async function openSession(server: RunningServer) {
+  const conn = await RawConnection.open(server);
+  const sse = await conn.openSse(null);
+  return { conn, sse, sessionId: await conn.newSession(sse) };
+}
+
+/** The events that carried a message (not priming events, comments or retry hints). */
+function delivered(events: SseEvent[]): Array<{ id: string; data: string }> {
+  return events
+    .filter((e) => e.id !== undefined && e.data !== "" && e.event !== "comment" && e.event !== "retry")
+    .map((e) => ({ id: e.id!, data: e.data }));
+}
+
+/** Fails unless the events' ids are one epoch and consecutive sequence numbers from `from`. */
+function assertConsecutive(events: Array<{ id: string }>, epoch: string, from: number): void {
+  events.forEach((e, i) => assert.equal(e.id, `${epoch}.${from + i}`, `event ${i} of ${events.length}`));
+}
+
+/** The `chunk N ` texts of a `chunks` turn, in order: N = 1, 2, 3… with no gap and no repeat. */
+function assertChunksInOrder(messages: RpcMessage[]): number {
+  const text = agentText(messages);
+  const numbers = [...text.matchAll(/chunk (\d+) /g)].map((m) => Number(m[1]));
+  numbers.forEach((n, i) => assert.equal(n, i + 1, `chunk ${i + 1} of ${numbers.length}`));
+  return numbers.length;
+}
+
+/**
+ * Waits for the answer to request `id` (scanning the raw events: `SseReader.waitFor` parses every
+ * message on each event, too slow for thousands).
+ */
+async function answerTo(sse: SseReader, id: number, timeoutMs = 30_000): Promise<RpcMessage> {
+  const prefix = `{"jsonrpc":"2.0","id":${id},`;
+  const event = await waitFor(
+    () => sse.events.findLast((e) => e.data.startsWith(prefix)),
+    timeoutMs,
+    `the answer to request ${id}`,
+  );
+  return JSON.parse(event.data) as RpcMessage;
+}
+
+const epochOf = (id: string) => id.split(".")[0]!;
+const seqOf = (id: string) => Number(id.split(".")[1]);
+
+/**
+ * Runs `turn` and stops the server with `signal` once the client received `received` events, then
+ * starts it again: the client resumes from its cursor and the whole log is read back from the start.
+ */
+async function restartMidTurn(signal: NodeJS.Signals, turn: string, received: number) {
+  const s = setup();
+  let server = await serve(s);
+  try {
+    const { conn, sse, sessionId } = await openSession(server);
+    const promptId = await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] });
+    await waitFor(() => sse.messages().length >= received, 30_000, `${received} events`);
+    await kill(server, signal, sse);
+    const before = delivered(sse.events);
+    const epoch = epochOf(before[0]!.id);
+
+    server = await serve(s);
+    const again = conn.on(server);
+    // The client resumes from the last event it received: the rest, each exactly once.
+    const rest = await again.openSse(sse.lastId());
+    // The prompt's answer: received before the stop (the turn had ended), or after the restart.
+    const answered = sse.events.find((e) => e.data.startsWith(`{"jsonrpc":"2.0","id":${promptId},`));
+    const answer = answered ? (JSON.parse(answered.data) as RpcMessage) : await answerTo(rest, promptId);
+    const after = delivered(rest.events);
+    assertConsecutive([...before, ...after], epoch, seqOf(before[0]!.id));
+    // Read back from the start: every event the client had received, the same ids and bytes, in order.
+    const full = await again.openSse(`${epoch}.0`);
+    await waitFor(() => delivered(full.events).length >= before.length + after.length, 30_000, "the replay");
+    assert.deepEqual(delivered(full.events).slice(0, before.length + after.length), [...before, ...after]);
+    return { server, s, again, full, sessionId, promptId, answer, before, after, epoch };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+describe("durable connections: the event log survives a server restart", () => {
+  it("SIGKILL in the middle of a 10,000-update turn: every event received is replayed once, in order, and the rest follows", async () => {
+    // The agent pauses halfway, so the kill lands mid-turn however fast the client reads.
+    const run = await restartMidTurn("SIGKILL", "chunks 5000; sleep 600000; chunks 5000", 3000);
+    const { server, again, full, sessionId, answer, before, after } = run;
+    try {
+      const messages = [...before, ...after].map((e) => JSON.parse(e.data) as RpcMessage);
+      const chunks = assertChunksInOrder(messages);
+      // The turn was cut by the crash: the request in flight gets an error saying so.
+      assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
+      assert.match(answer.error.message, /server restarted/);
+      assert.equal(chunks, 5000);
+      // The session is re-attached (`session/load`) when the connection is next used; the history
+      // the agent replays while loading is not delivered again.
+      const mark = delivered(full.events).length;
+      const reply = await again.prompt(full, sessionId, "echo after the restart", 30_000);
+      assert.equal(reply.result?.stopReason, "end_turn", JSON.stringify(reply));
+      const since = delivered(full.events)
+        .slice(mark)
+        .map((e) => JSON.parse(e.data) as RpcMessage);
+      assert.equal(agentText(since, sessionId), "after the restart");
+      const kinds = since
+        .filter((m) => m.method === "session/update")
+        .map((m) => (m.params!.update as { sessionUpdate: string }).sessionUpdate);
+      assert.ok(!kinds.includes("user_message_chunk"), `replayed history delivered: ${kinds.join(", ")}`);
+      assert.match(server.logs(), /agent started again for a recovered connection/);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("SIGTERM: the connection comes back the same, its request in flight answered with an error", async () => {
+    const { server, answer, before, after } = await restartMidTurn("SIGTERM", "slow 400 5; chunks 600", 100);
+    try {
+      assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
+      assertChunksInOrder([...before, ...after].map((e) => JSON.parse(e.data) as RpcMessage));
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("a torn tail (a write cut short) is cut off and reported; the log continues after the last whole event", async () => {
+    const s = setup();
+    let server = await serve(s);
+    try {
+      const { conn, sse, sessionId } = await openSession(server);
+      await conn.prompt(sse, sessionId, "chunks 500");
+      await kill(server, "SIGKILL", sse);
+      const before = delivered(sse.events);
+      const dir = path.join(s.dataDir, "event-log", conn.id);
+      const last = readdirSync(dir)
+        .filter((n) => n.endsWith(".log"))
+        .sort()
+        .at(-1)!;
+      // Half a frame: its magic and a header promising more bytes than follow.
+      appendFileSync(path.join(dir, last), Buffer.from("46524d3101000000ff000000", "hex"));
+
+      server = await serve(s);
+      await waitFor(() => /repaired the event log/.test(server.logs()), 10_000, "the repair report");
+      assert.match(server.logs(), /a frame cut short/);
+      const again = conn.on(server);
+      const epoch = epochOf(before[0]!.id);
+      const full = await again.openSse(`${epoch}.0`);
+      await waitFor(() => delivered(full.events).length >= before.length, 10_000, "the replay");
+      assert.deepEqual(delivered(full.events), before);
+      await again.prompt(full, sessionId, "echo next", 30_000);
+      assertConsecutive(delivered(full.events), epoch, 1);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("an agent that cannot load sessions: each session ends with reason server_restarted", async () => {
+    // The mock, with loadSession and session resume taken out of its initialize answer.
+    const agent = filteredMock(
+      `(line) => line.replace('"loadSession":true', '"loadSession":false').replace('"resume":{}', '"resume":null')`,
+    );
+    const s = setup({ agent });
+    let server = await serve(s);
+    try {
+      const conn = await RawConnection.open(server);
+      assert.equal(
+        (conn.initialize.result?.agentCapabilities as { loadSession?: boolean }).loadSession,
+        false,
+      );
+      const sse = await conn.openSse(null);
+      const sessionId = await conn.newSession(sse);
+      await conn.prompt(sse, sessionId, "echo hello");
+      await kill(server, "SIGKILL", sse);
+
+      server = await serve(s);
+      const rest = await conn.on(server).openSse(sse.lastId());
+      const ended = await rest.waitFor((m) => m.method === "_sandboxagent/session/ended");
+      assert.equal(ended.params?.sessionId, sessionId);
+      assert.equal(ended.params?.reason, "server_restarted");
+      assert.match(String(ended.params?.message), /cannot load sessions/);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("session metadata and session/list answer the same after a restart", async () => {
+    const s = setup();
+    let server = await serve(s);
+    try {
+      const { conn, sse, sessionId } = await openSession(server);
+      const set = await conn.call(sse, "_sandboxagent/session/set_metadata", {
+        sessionId,
+        metadata: { title: "kept across restarts", ticket: "T-1" },
+      });
+      assert.equal(set.error, undefined, JSON.stringify(set));
+      await conn.prompt(sse, sessionId, "echo one; echo two");
+      // Counters are written with the index's next checkpoint (about once a second), not per event.
+      const journal = path.join(s.dataDir, "event-log", "index.journal");
+      await waitFor(() => readFileSync(journal, "utf8").includes('"eventCount":2'), 10_000, "the checkpoint");
+      await kill(server, "SIGKILL", sse);
+
+      server = await serve(s);
+      const again = conn.on(server);
+      const rest = await again.openSse(sse.lastId());
+      const list = await again.call(rest, "session/list", {}, 30_000);
+      const entry = (list.result?.sessions as Array<Record<string, unknown>>).find(
+        (e) => e.sessionId === sessionId,
+      );
+      assert.ok(entry, JSON.stringify(list));
+      assert.equal(entry.title, "kept across restarts");
+      const meta = (entry._meta as Record<string, Record<string, unknown>>)["sandboxagent.dev"]!;
+      assert.equal(meta.ticket, "T-1");
+      assert.ok(Number(meta.eventCount) >= 2, JSON.stringify(meta));
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("a cursor older than retention gets 410, before and after a restart; a recent one resumes", async () => {
+    const s = setup({ config: { eventLog: { segmentBytes: 32 * 1024, retentionBytes: 64 * 1024 } } });
+    let server = await serve(s);
+    try {
+      const { conn, sse, sessionId } = await openSession(server);
+      await answerTo(
+        sse,
+        await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: "chunks 5000" }] }),
+      );
+      const epoch = epochOf(delivered(sse.events)[0]!.id);
+      const old = await conn.get({ "last-event-id": `${epoch}.1` });
+      assert.equal(old.status, 410, await old.text());
+      await kill(server, "SIGTERM", sse);
+
+      server = await serve(s);
+      const again = conn.on(server);
+      const gone = await again.get({ "last-event-id": `${epoch}.1` });
+      assert.equal(gone.status, 410);
+      const body = (await gone.json()) as { oldestEventId: string };
+      assert.ok(seqOf(body.oldestEventId) > 1, JSON.stringify(body));
+      const last = seqOf(sse.lastId()!);
+      const recent = await again.openSse(`${epoch}.${last - 10}`);
+      await waitFor(() => delivered(recent.events).length >= 10, 10_000, "the recent events");
+      assertConsecutive(delivered(recent.events), epoch, last - 9);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("one server per data directory: a second one is refused with a message saying what to do", async () => {
+    const s = setup();
+    const server = await serve(s);
+    try {
+      await assert.rejects(
+        serve(s),
+        /Another sandbox-agent server \(pid \d+\) uses the event log.*--in-memory/s,
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+});
