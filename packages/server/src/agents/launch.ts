@@ -1,6 +1,7 @@
 import { problems } from "../http/problem.js";
 import { isObject, type JsonRpcMessage } from "../runtime/json-rpc.js";
-import { installAgent, installState, notInstalled } from "./install.js";
+import { installState, notInstalled } from "./install.js";
+import { installLogged } from "./install-progress.js";
 import type { AgentDefinition } from "./types.js";
 import type { Logger } from "../log.js";
 
@@ -22,22 +23,15 @@ export async function prepareAgent(
   const env = requestEnv(agent, initialize);
   if (!installState(agent).installed) {
     if (!options.autoInstall) throw notInstalled(agent.id);
-    options.logger.info("installing agent before initialize", { agent: agent.id });
-    const result = await installAgent(agent, {
-      onProgress: (line) => options.logger.debug("npm", { agent: agent.id, line }),
-    });
-    options.logger.info("agent installed", {
-      agent: agent.id,
-      version: result.version,
-      ms: result.durationMs,
-    });
+    await installLogged(agent, options.logger);
   }
   return env;
 }
 
 /**
  * `params._meta["sandboxagent.dev"].env`: per-request values (credentials, base URLs) for the
- * variables the agent's entry names in `passEnv`. Any other name is refused, not dropped silently.
+ * variables the agent accepts from clients (`acceptedClientEnv`). Any other name is refused, not
+ * dropped silently, with a detail saying how the server's owner can allow it.
  */
 export function requestEnv(agent: AgentDefinition, initialize: JsonRpcMessage): Record<string, string> {
   const params = initialize.params;
@@ -47,15 +41,20 @@ export function requestEnv(agent: AgentDefinition, initialize: JsonRpcMessage): 
   if (!isObject(env) || Object.values(env).some((v) => typeof v !== "string")) {
     throw problems.badRequest('params._meta["sandboxagent.dev"].env must be an object of string values.');
   }
-  const allowed = new Set(agent.spec.passEnv ?? []);
-  const refused = Object.keys(env).filter((name) => !allowed.has(name));
+  const allowed = acceptedClientEnv(agent);
+  const refused = allowed.includes("*") ? [] : Object.keys(env).filter((name) => !allowed.includes(name));
   if (refused.length > 0) {
     throw problems.badRequest(
-      `Agent ${JSON.stringify(agent.id)} does not accept the variables ${refused.join(", ")}.`,
-      {
-        allowedEnv: [...allowed],
-      },
+      `Agent ${JSON.stringify(agent.id)} does not accept the variables ${refused.join(", ")} from clients. ` +
+        `The server's owner can allow them with --allow-client-env ${refused.join(",")} ` +
+        `or the config file's "agents": {"${agent.id}": {"clientEnv": [...]}}.`,
+      { allowedEnv: allowed },
     );
   }
   return env as Record<string, string>;
+}
+
+/** Names a client may set for the agent: those it takes from the server (`passEnv`) and `clientEnv`. */
+export function acceptedClientEnv(agent: AgentDefinition): string[] {
+  return [...new Set([...(agent.spec.passEnv ?? []), ...(agent.spec.clientEnv ?? [])])];
 }

@@ -7,6 +7,7 @@ import { textChunkSession } from "./content-chunk.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import { errorResponse, idKey, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "./json-rpc.js";
+import type { ConnectionObserver } from "./observer.js";
 import type { RuntimeLimits } from "./options.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 import { SseStream } from "./sse-stream.js";
@@ -64,6 +65,7 @@ export interface ConnectionOptions {
   extensions: ConnectionExtension[];
   /** Kills the agent's process group if the server dies without stopping it. */
   guard?: OrphanGuard;
+  observer?: ConnectionObserver;
   /** Called once the connection is closed for good, so the registry can forget it. */
   onClosed: (conn: Connection) => void;
 }
@@ -396,7 +398,7 @@ export class Connection implements ConnectionApi {
     const previous = this.state;
     this.state = "closed";
     try {
-      this.logger.info("connection closed", { connection: shortId(this.id), reason });
+      this.options.observer?.closed(this, reason);
       clearTimeout(this.stallTimer);
       clearTimeout(this.endedTimer);
       this.options.onClosed(this);
@@ -463,8 +465,11 @@ export class Connection implements ConnectionApi {
       this.pendingClient.delete(key);
       this.trackSession(request, message);
       let changed = false;
-      for (const ext of this.options.extensions)
-        changed = ext.agentResponse?.(message, request, this) || changed;
+      for (const ext of this.options.extensions) {
+        const seen = ext.agentResponse?.(message, request, this);
+        if (seen === "held") return null;
+        changed = seen === true || changed;
+      }
       return changed ? this.reserialize(message) : undefined;
     }
     let dropped = false;
@@ -507,6 +512,7 @@ export class Connection implements ConnectionApi {
   private append(data: string): void {
     if (this.state === "closed") return;
     this.log.append(data);
+    this.options.observer?.event();
     this.updateBackpressure();
     if (!this.pumpScheduled) {
       this.pumpScheduled = true;
@@ -559,12 +565,6 @@ export class Connection implements ConnectionApi {
   private onAgentExit(exit: AgentExit): void {
     this.exit = exit;
     this.failServerRequests("The agent process exited before answering.");
-    if (this.state === "open")
-      this.logger.info("agent exited", {
-        connection: shortId(this.id),
-        code: exit.code,
-        signal: exit.signal,
-      });
     this.end({
       reason: "agent_exited",
       message: "The agent process exited before answering.",

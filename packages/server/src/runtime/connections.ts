@@ -1,5 +1,6 @@
 import type { Logger } from "../log.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
+import type { ConnectionObserver } from "./observer.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 
 /** Why the registry refused to start a connection; the HTTP layer answers 503 with it. */
@@ -19,6 +20,8 @@ export interface RegistryOptions {
   maxConnections: number;
   logger: Logger;
   guard?: OrphanGuard;
+  /** Told about connection lifecycles and events (logs, metrics). */
+  observer?: ConnectionObserver;
 }
 
 /** All live connections of the server, with idle expiry. */
@@ -45,16 +48,20 @@ export class ConnectionRegistry {
    * is called. Throws `ConnectionRefused` at the cap and once shutdown has begun, so no agent can
    * start after the shutdown took its list of agents to stop.
    */
-  create(options: Omit<ConnectionOptions, "onClosed" | "guard">): Connection {
+  create(options: Omit<ConnectionOptions, "onClosed" | "guard" | "observer">): Connection {
     if (this.shuttingDown) throw new ConnectionRefused("shutting_down", "The server is shutting down.");
     this.checkCapacity();
     const conn = new Connection({
       ...options,
       guard: this.options.guard,
+      observer: this.options.observer,
       onClosed: (c) => this.connections.delete(c.id),
     });
     this.live.add(conn);
-    void conn.agentGone.then(() => this.live.delete(conn));
+    void conn.agentGone.then((exit) => {
+      this.live.delete(conn);
+      this.options.observer?.agentGone(conn, exit);
+    });
     return conn;
   }
 
@@ -73,6 +80,7 @@ export class ConnectionRegistry {
 
   register(conn: Connection): void {
     this.connections.set(conn.id, conn);
+    this.options.observer?.opened(conn);
   }
 
   get(id: string): Connection | undefined {
@@ -81,6 +89,11 @@ export class ConnectionRegistry {
 
   get size(): number {
     return this.connections.size;
+  }
+
+  /** Agent processes alive: starting, running or stopping. */
+  get agentsAlive(): number {
+    return this.live.size;
   }
 
   /** Whether shutdown has begun. */
