@@ -7,7 +7,6 @@
 // but other contents may exist).
 import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,7 +26,7 @@ dependencies between them rewritten to the sibling tarballs. Then, in your proje
 
 Options:
   --out DIR     output directory (its old *.tgz files are removed first)
-  --no-build    skip 'tsc -b' (the packages must already be built)
+  --no-build    skip 'npm run build' (the packages must already be built)
   --json        print the result as JSON on stdout
   -h, --help    show this help
 `;
@@ -100,16 +99,19 @@ async function removeOldTarballs(outDir) {
 export async function packAll({ outDir, build = true, quiet = false }) {
   const workspaces = await publicWorkspaces();
   if (build) {
-    progress("building (tsc -b)…", quiet);
-    const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-    await run(process.execPath, [tsc, "-b"], { cwd: repoRoot, timeout: 10 * 60_000 });
+    // The compiled packages, the inspector page and the server bundle: all of them are shipped.
+    progress("building (npm run build)…", quiet);
+    await run("npm", ["run", "build"], { cwd: repoRoot, timeout: 10 * 60_000 });
   }
+  // npm pack leaves out a `files` entry that does not exist without a word: check them all.
   for (const { dir, manifest } of workspaces.public) {
-    const entry = path.join(repoRoot, dir, "dist/src/index.js");
-    if (!(await stat(entry).catch(() => undefined)))
-      throw new Error(
-        `${manifest.name} is not built (${path.relative(repoRoot, entry)} is missing): run npm run build`,
-      );
+    for (const entry of manifest.files ?? []) {
+      const file = path.join(repoRoot, dir, entry);
+      if (!(await stat(file).catch(() => undefined)))
+        throw new Error(
+          `${manifest.name} is not built (${path.relative(repoRoot, file)} is missing): run npm run build`,
+        );
+    }
   }
   progress(`packing ${workspaces.public.length} packages…`, quiet);
   // What npm would publish for each package: one dry run for all of them.

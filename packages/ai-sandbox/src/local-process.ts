@@ -145,6 +145,8 @@ async function createLocal(
     files,
     spawn,
     importDirectory: (hostDir, dest) => cp(hostDir, files.resolve(dest), { recursive: true, force: true }),
+    // Under bubblewrap, paths of this machine outside the sandbox are absent: clone those here.
+    localPathsOnHost: launcher !== undefined,
     disposeSync,
     dispose: async () => {
       disposed = true;

@@ -17,6 +17,12 @@ export interface ProviderInstance extends Omit<SandboxInstance, "workspace"> {
    * uploaded. Otherwise (the default) they are cloned with `spawn`, inside the sandbox.
    */
   readonly canSpawn?: boolean;
+  /**
+   * `true` when the sandbox is a view of this machine whose commands cannot see most of its files
+   * (bubblewrap): a git source or git skill given as a path or `file://` URL names a repository of
+   * this machine, so it is cloned here and imported. URLs are still cloned inside the sandbox.
+   */
+  readonly localPathsOnHost?: boolean;
   /** Copy a directory of the host machine to `dest` (absolute, inside the sandbox). */
   importDirectory(hostDir: string, dest: string): Promise<void>;
   /**

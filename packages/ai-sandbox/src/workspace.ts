@@ -28,9 +28,12 @@ export function localDirectory(path: string): WorkspaceSource {
 }
 
 /**
- * Clone a repository (path or URL, anything `git clone` accepts). It is cloned inside the sandbox
- * with its `git` (so the URL is resolved there: a host path must be visible inside), or with this
- * machine's `git` for providers that cannot run commands.
+ * Clone a repository (path or URL, anything `git clone` accepts). A URL is cloned inside the
+ * sandbox with its `git` and network. A path (or `file://` URL) is cloned inside too, where paths
+ * are the sandbox's own (a container: mount the repository), except in a local sandbox isolated with
+ * bubblewrap, where it names a repository of this machine that commands inside cannot see: it is
+ * cloned with this machine's `git` and copied in. Providers that cannot run commands clone
+ * everything with this machine's `git`.
  */
 export function gitRepository(url: string, options: { ref?: string } = {}): WorkspaceSource {
   return { kind: "git", url, ...(options.ref !== undefined ? { ref: options.ref } : {}) };
@@ -114,13 +117,24 @@ async function importSource(
     if (!info?.isDirectory()) throw new Error(`workspace source is not a directory: ${source.path}`);
     return instance.importDirectory(source.path, dest);
   }
-  if (instance.canSpawn !== false) return cloneInside(instance, source, dest);
+  const onHost =
+    instance.canSpawn === false || (instance.localPathsOnHost === true && isLocalPath(source.url));
+  if (!onHost) return cloneInside(instance, source, dest);
   const checkout = await cloneOnHost(source.url, source.ref);
   try {
     await instance.importDirectory(checkout, dest);
   } finally {
     await rm(dirname(checkout), { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether git reads `url` as a local repository: a `file://` URL, or a path (no `scheme://`, and
+ * not scp-like `host:path`, where a colon comes before any slash).
+ */
+export function isLocalPath(url: string): boolean {
+  if (/^file:\/\//i.test(url)) return true;
+  return !url.includes("://") && !/^[^/]*:/.test(url);
 }
 
 /** `git clone` then, for a ref, `git checkout`: as argv lists, run on the host or inside the sandbox. */

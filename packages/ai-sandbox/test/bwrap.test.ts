@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,13 +14,15 @@ import {
   createSecrets,
   defineSandbox,
   defineWorkspace,
+  gitRepository,
+  gitSkill,
   localProcessSandbox,
   type LocalProcessSandboxOptions,
   type SandboxDefinition,
   type SandboxInstance,
   type Workspace,
 } from "../src/index.js";
-import { groupSurvivors, pidsRunning, runIn } from "./helpers.js";
+import { git, groupSurvivors, makeRepo, pidsRunning, runIn } from "./helpers.js";
 
 const sandboxes: SandboxDefinition[] = [];
 function isolated(id: string, options: LocalProcessSandboxOptions = {}, workspace?: Workspace) {
@@ -55,6 +58,24 @@ function bothSleeping(mark: string): Promise<number[]> {
 
 const lines = async (instance: SandboxInstance, command: string): Promise<string[]> =>
   (await runIn(instance, command)).stdout.trim().split("\n");
+
+/** Serves the files below `dir` over HTTP on 127.0.0.1, counting requests. */
+async function serveFiles(dir: string): Promise<{ url: string; requests(): number; close(): void }> {
+  let requests = 0;
+  const server = createHttpServer((req, res) => {
+    requests++;
+    const file = join(dir, decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname));
+    if (!file.startsWith(`${dir}/`)) return void res.writeHead(404).end();
+    readFile(file).then(
+      (data) => res.end(data),
+      () => res.writeHead(404).end(),
+    );
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, requests: () => requests, close: () => server.close() };
+}
 
 const skip = needService("bwrap", bwrapUnavailable());
 
@@ -269,6 +290,54 @@ describe("isolate: bwrap", { skip, timeout: 60_000 }, () => {
       );
     } finally {
       server.close();
+    }
+  });
+
+  it("clones a source and a skill given as paths of this machine here, and URLs inside the sandbox", async () => {
+    const host = await mkdtemp(join(tmpdir(), "bwrap-git-"));
+    const served = await serveFiles(host);
+    try {
+      const repo = makeRepo(await mkdtemp(join(host, "repo-")));
+      // A bare copy git can fetch over HTTP from plain files (its "dumb" protocol).
+      git(host, "clone", "--quiet", "--bare", repo, "app.git");
+      git(join(host, "app.git"), "update-server-info");
+
+      const local = await isolated(
+        "bwrap-git-path",
+        {},
+        defineWorkspace({
+          source: gitRepository(repo, { ref: "v1" }),
+          skills: [gitSkill({ repo: `file://${repo}`, name: "review" })],
+        }),
+      ).start();
+      const skill = local.workspace.gitSkills[0]?.path ?? "";
+      assert.deepEqual(
+        await lines(local, `cat README.md; cat ${skill}/README.md; test -e ${repo} || echo hidden`),
+        ["one", "two", "hidden"],
+      );
+      assert.deepEqual(await lines(local, "git log --format=%s"), ["v1"]);
+      assert.equal(served.requests(), 0, "paths are not fetched over the network");
+
+      const remote = `${served.url}/app.git`;
+      const online = await isolated(
+        "bwrap-git-url",
+        {},
+        defineWorkspace({ source: gitRepository(remote) }),
+      ).start();
+      assert.deepEqual(await lines(online, "cat README.md; git remote get-url origin"), ["two", remote]);
+      assert.ok(served.requests() > 0);
+      // Cloned inside: without the network, the sandbox cannot reach this machine's loopback.
+      await assert.rejects(
+        isolated(
+          "bwrap-git-offline",
+          { network: false },
+          defineWorkspace({ source: gitRepository(remote) }),
+        ).start(),
+        /git clone of http:\/\/127\.0\.0\.1:\d+\/app\.git failed: .*(connect|resolve)/is,
+      );
+    } finally {
+      served.close();
+      await rm(host, { recursive: true, force: true });
     }
   });
 

@@ -1,3 +1,6 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   EventType,
   type DefaultMessageMetadataByModality,
@@ -15,6 +18,33 @@ import {
 } from "../src/index.js";
 
 export { readText };
+
+/** Runs git in `cwd` with a fixed identity and default branch. */
+export function git(cwd: string, ...args: string[]): string {
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: "t",
+    GIT_AUTHOR_EMAIL: "t@t",
+    GIT_COMMITTER_NAME: "t",
+    GIT_COMMITTER_EMAIL: "t@t",
+  };
+  return execFileSync("git", ["-c", "init.defaultBranch=main", ...args], { cwd, env, encoding: "utf8" });
+}
+
+/** A repository in `dir` with two commits: v1 (README "one") and HEAD (README "two", src/app.ts). */
+export function makeRepo(dir: string): string {
+  git(dir, "init", "--quiet");
+  writeFileSync(join(dir, "README.md"), "one\n");
+  git(dir, "add", ".");
+  git(dir, "commit", "--quiet", "-m", "v1");
+  git(dir, "tag", "v1");
+  mkdirSync(join(dir, "src"));
+  writeFileSync(join(dir, "README.md"), "two\n");
+  writeFileSync(join(dir, "src/app.ts"), "export {};\n");
+  git(dir, "add", ".");
+  git(dir, "commit", "--quiet", "-m", "v2");
+  return dir;
+}
 
 /** Runs `command` in the sandbox with stdin closed; resolves its stdout and exit code. */
 export async function runIn(

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import {
   lstatSync,
   mkdirSync,
@@ -29,7 +28,8 @@ import {
   withSandbox,
   type SandboxDefinition,
 } from "../src/index.js";
-import { runIn, ShellAdapter } from "./helpers.js";
+import { isLocalPath } from "../src/workspace.js";
+import { makeRepo as makeRepoIn, runIn, ShellAdapter } from "./helpers.js";
 
 const cleanup: Array<() => unknown> = [];
 after(async () => {
@@ -45,31 +45,7 @@ function scratch(): string {
   cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
-function git(cwd: string, ...args: string[]): string {
-  const env = {
-    ...process.env,
-    GIT_AUTHOR_NAME: "t",
-    GIT_AUTHOR_EMAIL: "t@t",
-    GIT_COMMITTER_NAME: "t",
-    GIT_COMMITTER_EMAIL: "t@t",
-  };
-  return execFileSync("git", ["-c", "init.defaultBranch=main", ...args], { cwd, env, encoding: "utf8" });
-}
-/** A local repository with two commits: v1 (README "one") and HEAD (README "two", src/app.ts). */
-function makeRepo(): string {
-  const dir = scratch();
-  git(dir, "init", "--quiet");
-  writeFileSync(join(dir, "README.md"), "one\n");
-  git(dir, "add", ".");
-  git(dir, "commit", "--quiet", "-m", "v1");
-  git(dir, "tag", "v1");
-  mkdirSync(join(dir, "src"));
-  writeFileSync(join(dir, "README.md"), "two\n");
-  writeFileSync(join(dir, "src/app.ts"), "export {};\n");
-  git(dir, "add", ".");
-  git(dir, "commit", "--quiet", "-m", "v2");
-  return dir;
-}
+const makeRepo = (): string => makeRepoIn(scratch());
 const text = (data: Uint8Array | undefined): string | undefined =>
   data === undefined ? undefined : Buffer.from(data).toString();
 const chatOnce = (definition: SandboxDefinition, command: string): Promise<string> =>
@@ -79,6 +55,24 @@ const chatOnce = (definition: SandboxDefinition, command: string): Promise<strin
     middleware: [withSandbox(definition)],
     stream: false,
   });
+
+describe("git sources", () => {
+  it("tells the paths git reads locally from URLs, as git does", () => {
+    const local = ["/srv/repos/app", "./app", "app", "../a:b", "file:///srv/app.git", "FILE:///x"];
+    const remote = [
+      "https://github.com/o/a.git",
+      "git@github.com:o/a.git",
+      "ssh://host/a",
+      "host:a",
+      "git://h/a",
+    ];
+    assert.deepEqual(
+      local.filter((url) => !isLocalPath(url)),
+      [],
+    );
+    assert.deepEqual(remote.filter(isLocalPath), []);
+  });
+});
 
 describe("workspace bootstrap", { timeout: 30_000 }, () => {
   it("copies a local directory source without touching the original", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { cp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { cp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -27,7 +27,8 @@ interface Turn {
   stopReason: string;
 }
 
-const NPM_TIMEOUT_MS = 120_000;
+// The larger install (eight packages and their dependencies) took 60 s at load 9.
+const NPM_TIMEOUT_MS = 240_000;
 const RUN_TIMEOUT_MS = 60_000;
 const NPM_FLAGS = [
   "--prefer-offline",
@@ -36,23 +37,29 @@ const NPM_FLAGS = [
   "--loglevel=error",
   "--fetch-timeout=30000",
 ];
+interface Manifest {
+  name: string;
+  private?: boolean;
+  types?: string;
+  exports?: Record<string, unknown>;
+  files?: string[];
+  bin?: Record<string, string>;
+}
+
 /** Every workspace package that is not private: what a user can install. */
-function publicPackages(): string[] {
+function publicManifests(): Manifest[] {
   const root = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {
     workspaces: string[];
   };
   return root.workspaces
     .map((dir) => JSON.parse(readFileSync(path.join(repoRoot, dir, "package.json"), "utf8")) as Manifest)
-    .filter((manifest) => !manifest.private)
-    .map((manifest) => manifest.name);
+    .filter((manifest) => !manifest.private);
 }
 
-interface Manifest {
-  name: string;
-  private?: boolean;
-}
-
-const PUBLIC = publicPackages();
+const MANIFESTS = publicManifests();
+const PUBLIC = MANIFESTS.map((manifest) => manifest.name);
+/** The packages a program imports (a `.` export; the inspector ships only its page). */
+const IMPORTABLE = MANIFESTS.filter((manifest) => manifest.exports?.["."] !== undefined);
 
 function lastJsonLine<T>(stdout: string): T {
   return JSON.parse(stdout.trim().split("\n").at(-1) ?? "null") as T;
@@ -134,19 +141,27 @@ describe("the packed packages, installed into an empty project", { timeout: 8 * 
     }
   });
 
-  it("ships a LICENSE, repository links and the sources every source map names", async () => {
+  it("ships a LICENSE, repository links, everything its files list, and the sources every source map names", async () => {
     const license = await readFile(path.join(repoRoot, "LICENSE"), "utf8");
     for (const name of PUBLIC) {
       const dir = path.join(app, "node_modules", name);
       assert.equal(await readFile(path.join(dir, "LICENSE"), "utf8"), license, `${name} LICENSE`);
-      const manifest = JSON.parse(await readFile(path.join(dir, "package.json"), "utf8")) as {
+      const manifest = JSON.parse(await readFile(path.join(dir, "package.json"), "utf8")) as Manifest & {
         repository?: { url?: string };
         homepage?: string;
-        bin?: Record<string, string>;
+        bugs?: { url?: string };
       };
       assert.match(manifest.repository?.url ?? "", /^git\+https:\/\//, `${name} repository`);
       assert.ok(manifest.homepage, `${name} homepage`);
+      assert.ok(manifest.bugs?.url, `${name} bugs`);
       for (const bin of Object.values(manifest.bin ?? {})) await readFile(path.join(dir, bin));
+      for (const entry of manifest.files ?? []) await stat(path.join(dir, entry));
+      const exported = manifest.exports?.["."] as Record<string, string> | undefined;
+      if (exported !== undefined) {
+        assert.ok(exported.default, `${name} has a default export condition (require() needs one)`);
+        assert.ok(manifest.exports?.["./package.json"], `${name} exports its package.json`);
+      }
+      if (!(manifest.files ?? []).includes("dist/src")) continue;
       const maps = (await readdir(path.join(dir, "dist/src"), { recursive: true })).filter((f) =>
         f.endsWith(".map"),
       );
@@ -170,7 +185,8 @@ describe("the packed packages, installed into an empty project", { timeout: 8 * 
   });
 
   it("require()s every package and runs an SDK turn from CommonJS", async () => {
-    const result = await mustRun(process.execPath, ["cjs-turn.cjs"], {
+    const importable = IMPORTABLE.map((manifest) => manifest.name);
+    const result = await mustRun(process.execPath, ["cjs-turn.cjs", ...importable], {
       cwd: app,
       env,
       timeoutMs: RUN_TIMEOUT_MS,
@@ -181,11 +197,19 @@ describe("the packed packages, installed into an empty project", { timeout: 8 * 
       { text: turn.text, stopReason: turn.stopReason },
       { text: "hello from cjs", stopReason: "end_turn" },
     );
+    assert.deepEqual(Object.keys(turn.exportCounts).sort(), [...importable].sort());
     for (const [name, count] of Object.entries(turn.exportCounts)) assert.ok(count > 0, `${name} exports`);
   });
 
   it("compiles TypeScript against the installed types without the DOM lib, and runs it", async () => {
     const started = Date.now();
+    // Every public package's declarations are part of the program, so all of them are checked.
+    await writeFile(
+      path.join(app, "public-packages.mts"),
+      IMPORTABLE.filter((manifest) => manifest.types !== undefined)
+        .map((manifest, i) => `export type * as p${i} from "${manifest.name}";\n`)
+        .join(""),
+    );
     // Our declaration files are checked (skipLibCheck: false for them), third-party ones are not.
     const ours = new RegExp(`/node_modules/(${PUBLIC.join("|")})/`);
     const compiled = typeCheckAndEmit(path.join(app, "tsconfig.json"), (file) => ours.test(file));

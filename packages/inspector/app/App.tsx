@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { forgetToken, storedToken, storeToken, takeTokenFromFragment } from "./lib/auth.js";
 import { formatDuration } from "./lib/format.js";
 import { useObservable } from "./lib/observable.js";
+import { ProcessesModel } from "./lib/processes.js";
 import { probe, ServerModel, type Probe } from "./lib/server.js";
 import { Workspace } from "./lib/workspace.js";
 import { AgentsView } from "./views/AgentsView.js";
@@ -12,7 +13,7 @@ import { TokenGate } from "./views/TokenGate.js";
 
 type Tab = "sessions" | "agents" | "files" | "processes";
 
-/** `#/tab/rest…`: the tab and, for files, the path. */
+/** `#/tab/rest…`: the tab and, for files, the path; for processes, the open process' id. */
 function parseRoute(hash: string): { tab: Tab; rest: string } {
   const m = /^#\/(sessions|agents|files|processes)(\/.*)?$/.exec(hash);
   return { tab: (m?.[1] as Tab | undefined) ?? "sessions", rest: m?.[2] ?? "/" };
@@ -35,6 +36,7 @@ function go(tab: Tab, rest = ""): void {
 function Inspector({ server, onSignOut }: { server: ServerModel; onSignOut?: () => void }) {
   useObservable(server);
   const workspace = useMemo(() => new Workspace(server), [server]);
+  const processes = useMemo(() => new ProcessesModel(server), [server]);
   const route = useRoute();
   const health = server.health;
   const tabs: [Tab, string][] = [
@@ -78,7 +80,13 @@ function Inspector({ server, onSignOut }: { server: ServerModel; onSignOut?: () 
       {route.tab === "files" && (
         <FilesView server={server} path={route.rest} go={(path) => go("files", path)} />
       )}
-      {route.tab === "processes" && <ProcessesView />}
+      {route.tab === "processes" && (
+        <ProcessesView
+          model={processes}
+          selectedId={decodeURIComponent(route.rest.slice(1)) || undefined}
+          open={(id) => go("processes", id === undefined ? "" : `/${encodeURIComponent(id)}`)}
+        />
+      )}
     </div>
   );
 }

@@ -50,15 +50,26 @@ export class Terminal {
 
   constructor(private readonly socket: WebSocketLike) {
     let output!: ReadableStreamDefaultController<Uint8Array>;
-    this.readable = new ReadableStream({ start: (controller) => void (output = controller) });
+    // Once the reader cancels, the stream takes no more chunks: enqueueing or closing it would
+    // throw inside the socket's event listener (an uncaught error in a browser, a crash in Node).
+    let reading = true;
+    this.readable = new ReadableStream({
+      start: (controller) => void (output = controller),
+      // A reader that stops reading (e.g. `break` out of `for await`) closes this viewer.
+      cancel: () => {
+        reading = false;
+        this.close();
+      },
+    });
     this.writable = new WritableStream({ write: (chunk) => this.write(chunk) });
     socket.addEventListener("message", ({ data }) => {
       if (typeof data === "string") this.control(data);
-      else output.enqueue(new Uint8Array(data as ArrayBuffer));
+      else if (reading) output.enqueue(new Uint8Array(data as ArrayBuffer));
     });
     this.closed = new Promise((resolve) =>
       socket.addEventListener("close", ({ code, reason }) => {
-        output.close();
+        if (reading) output.close();
+        reading = false;
         resolve({ code, reason });
       }),
     );
@@ -113,6 +124,9 @@ export async function openTerminal(
     socket = new Standard(url.toString());
   }
   socket.binaryType = "arraybuffer";
+  // Listen before the socket opens: the server sends the scrollback right after the upgrade, and
+  // `ws` may deliver it in the same tick as `open`, before an `await` here would resume.
+  const terminal = new Terminal(socket);
   await new Promise<void>((resolve, reject) => {
     socket.addEventListener("open", () => resolve());
     socket.addEventListener("error", (event) =>
@@ -121,7 +135,7 @@ export async function openTerminal(
       ),
     );
   });
-  return new Terminal(socket);
+  return terminal;
 }
 
 type NodeWebSocket = new (url: string, options: { headers: Record<string, string> }) => WebSocketLike;

@@ -150,6 +150,42 @@ describe("SDK processes", { timeout: 60_000 }, () => {
     assert.equal((await terminal.closed).code, 1000);
   });
 
+  it("replays the scrollback to a new viewer, in Node and the browser way", async () => {
+    const { processes } = fixture.client({ autoConnect: false });
+    const proc = await processes.create({ command: "sh", args: ["-c", "echo ready; exec cat"], tty: true });
+    await waitFor(
+      async () => (await processes.get(proc.id)).stdoutBytes > 0,
+      5000,
+      "the process to print before any viewer attaches",
+    );
+    for (const options of [{}, { WebSocket: BrowserWebSocket }]) {
+      const terminal = await processes.terminal(proc.id, options);
+      terminal.write("typed\n");
+      const seen = await readUntil(terminal, /typed\r\n/, { text: "" });
+      // The replay is sent right after the upgrade: it must not be lost before the listeners exist.
+      assert.match(seen, /^ready\r\n/);
+      terminal.close();
+      await terminal.closed;
+    }
+    await processes.remove(proc.id);
+  });
+
+  it("closes a viewer whose reader stops reading, while the process keeps writing", async () => {
+    const { processes } = fixture.client({ autoConnect: false });
+    const proc = await processes.create({
+      command: "sh",
+      args: ["-c", "while :; do echo tick; sleep 0.01; done"],
+      tty: true,
+    });
+    const terminal = await processes.terminal(proc.id, { WebSocket: BrowserWebSocket });
+    await readUntil(terminal, /tick/, { text: "" });
+    // Output that arrives after the reader left must not be pushed into the cancelled stream.
+    await terminal.readable.cancel();
+    assert.equal((await terminal.closed).code, 1000);
+    assert.equal((await processes.get(proc.id)).status, "running", "closing a viewer leaves the process");
+    await processes.remove(proc.id);
+  });
+
   it("opens a terminal the browser way (standard WebSocket, single-use ticket)", async () => {
     const { processes } = fixture.client({ autoConnect: false });
     const proc = await processes.create({ command: "sh", tty: true });

@@ -2,19 +2,19 @@ import { createServer } from "node:net";
 import type Docker from "dockerode";
 import type { Engine } from "./engine.js";
 import { DockerSandboxError, engineMessage, engineStatus } from "./errors.js";
-import { LABELS, parseMemory, SERVER_PORT, type DockerSandboxOptions } from "./options.js";
+import {
+  LABELS,
+  parseMemory,
+  SERVER_PORT,
+  type DockerSandboxOptions,
+  type ServerAddress,
+} from "./options.js";
 import { DATA_DIR, LAUNCHER } from "./server-bundle.js";
 
 const HEALTH_ATTEMPT_MS = 500;
 const HEALTH_POLL_MS = 15;
 const STATE_CHECK_MS = 200;
 const LOG_TAIL_LINES = 40;
-
-/** The server inside a started container, as reached from this machine. */
-export interface ServerAddress {
-  baseUrl: string;
-  token: string;
-}
 
 export function isHostNetwork(options: Pick<DockerSandboxOptions, "network">): boolean {
   return options.network === "host";

@@ -9,6 +9,12 @@ export interface DockerMount {
   type?: "bind" | "volume";
 }
 
+/** The server inside a started container, as reached from this machine. */
+export interface ServerAddress {
+  baseUrl: string;
+  token: string;
+}
+
 export interface DockerSandboxOptions {
   /** Any Linux image with Node.js >= 20 and `/bin/sh` (e.g. `node:22`); the server is injected into it. */
   image: string;

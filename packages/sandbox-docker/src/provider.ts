@@ -21,14 +21,13 @@ import {
   readToken,
   startContainer,
   waitForServer,
-  type ServerAddress,
 } from "./container.js";
 import { connectEngine, unreachable, type Engine } from "./engine.js";
 import { DockerSandboxError, engineMessage, engineStatus } from "./errors.js";
 import { execInContainer } from "./exec.js";
 import { directoryArchive } from "./host-archive.js";
 import { trackContainer } from "./lifecycle.js";
-import { LABELS, type DockerSandboxOptions } from "./options.js";
+import { LABELS, type DockerSandboxOptions, type ServerAddress } from "./options.js";
 import { defaultBundleDir, serverArchive, STATE_DIR, TOKEN_FILE, tokenArchive } from "./server-bundle.js";
 
 const DEFAULT_WORKDIR = "/workspace";

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pack } from "tar-stream";
@@ -35,6 +35,7 @@ export function defaultBundleDir(): string {
 }
 
 interface BundleFile {
+  /** Path relative to the bundle directory, `/`-separated. */
   name: string;
   data: Buffer;
 }
@@ -50,11 +51,22 @@ function readBundle(dir: string): BundleFile[] {
         "`npm run bundle -w @sandbox-agent/server`, or pass dockerSandbox({ serverBundle: DIR })",
     );
   }
-  const files = readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => ({ name: entry.name, data: readFileSync(path.join(dir, entry.name)) }));
+  // The code files, and the inspector page in ui/ (served at /ui/ by the server inside).
+  const files = readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((name) => statSync(path.join(dir, name)).isFile())
+    .sort()
+    .map((name) => ({ name: name.split(path.sep).join("/"), data: readFileSync(path.join(dir, name)) }));
   cache.set(dir, files);
   return files;
+}
+
+/** Every directory that holds a file of `files`, parents first. */
+function directoriesOf(files: BundleFile[]): string[] {
+  const dirs = new Set<string>();
+  for (const { name } of files) {
+    for (let dir = path.posix.dirname(name); dir !== "."; dir = path.posix.dirname(dir)) dirs.add(dir);
+  }
+  return [...dirs].sort();
 }
 
 /** A tar (rooted at `/`) holding the server, its launcher and this start's token. */
@@ -64,7 +76,8 @@ export async function serverArchive(dir: string, token: string): Promise<Buffer>
   const home = SERVER_HOME.slice(1);
   const add = (name: string, data: string | Buffer, mode = 0o644) =>
     tar.entry({ name: `${home}/${name}`, mode, uid: 0, gid: 0 }, data);
-  for (const dirName of ["", "server", "state", "data"])
+  const dirs = ["", "server", "state", "data", ...directoriesOf(files).map((dir) => `server/${dir}`)];
+  for (const dirName of dirs)
     tar.entry({ name: `${home}/${dirName}`, type: "directory", mode: 0o755, uid: 0, gid: 0 });
   for (const file of files) add(`server/${file.name}`, file.data, file.name.endsWith(".mjs") ? 0o755 : 0o644);
   add("start.mjs", LAUNCHER_SOURCE);

@@ -79,6 +79,38 @@ describe(
       }
     });
 
+    it("opens a terminal in the container through the SDK, and serves the inspector page", async () => {
+      const instance = await testProvider().create({ id: "sdk-terminal", env: {} });
+      const client = new SandboxAgentClient({
+        baseUrl: instance.server.baseUrl,
+        token: instance.server.token,
+        agent: "mock",
+        autoConnect: false,
+      });
+      try {
+        // A terminal is script(1) on a pseudo-terminal of the container, sized with stty.
+        const proc = await client.processes.create({ command: "sh", tty: true, cols: 100, rows: 30 });
+        const terminal = await client.processes.terminal(proc.id);
+        let output = "";
+        const reading = (async () => {
+          const decoder = new TextDecoder();
+          for await (const bytes of terminal.readable) output += decoder.decode(bytes, { stream: true });
+        })();
+        terminal.write("stty size; tty; exit 7\r");
+        assert.deepEqual(await terminal.exited, { exitCode: 7, signal: null });
+        await reading;
+        assert.match(output, /^30 100\r?$/m, output);
+        assert.match(output, /^\/dev\/pts\/\d+\r?$/m, output);
+
+        const page = await fetch(`${instance.server.baseUrl}/ui/`);
+        assert.equal(page.status, 200);
+        assert.match(await page.text(), /<script type="module"/);
+      } finally {
+        await client.dispose();
+        await instance.dispose();
+      }
+    });
+
     it("10 sandboxes at once, each with a turn of its own", async () => {
       const provider = testProvider();
       const instances = await Promise.all(

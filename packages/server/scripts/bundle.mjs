@@ -4,11 +4,25 @@
 //   bundle/sandbox-agent.mjs   the CLI (`node sandbox-agent.mjs server ...`)
 //   bundle/mock-agent.mjs      the built-in `mock` agent, found by the server beside itself
 //   bundle/chunk-*.mjs         code loaded on first use (zod, control plane, extensions, MCP client)
+//   bundle/ui/                 the inspector page (`@sandbox-agent/inspector`'s build), served at /ui/
 // esbuild-wasm is esbuild compiled to WebAssembly: a plain npm package, no prebuilt native binary
 // downloaded or selected at install time.
 //   node scripts/bundle.mjs [--out DIR] [--json] [--if-stale]
-// --if-stale: do nothing when the bundle is newer than every compiled file it is made from.
-import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+// --if-stale: do not rebundle the code when the bundle is newer than every compiled file it is
+// made from. The inspector page is a copy, compared by content on every run (its build rewrites
+// every file, so modification times would make the bundle look stale after each `npm run build`).
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -50,6 +64,49 @@ function newest(dir) {
   }
 }
 
+/** The inspector's build (`npm run build -w @sandbox-agent/inspector`), which the bundle serves at /ui/. */
+function inspectorBuild() {
+  let dir;
+  try {
+    dir = path.dirname(fileURLToPath(import.meta.resolve("@sandbox-agent/inspector/ui/index.html")));
+  } catch {
+    dir = undefined;
+  }
+  if (dir === undefined || !existsSync(path.join(dir, "index.html"))) {
+    process.stderr.write(
+      "bundle: the inspector page is not built: run `npm run build -w @sandbox-agent/inspector` " +
+        "(the root `npm run build` builds it before bundling)\n",
+    );
+    process.exit(1);
+  }
+  return dir;
+}
+
+/** A digest of every file under `dir` (names and contents), or "" when it does not exist. */
+function treeDigest(dir) {
+  if (!existsSync(dir)) return "";
+  const hash = createHash("sha256");
+  const files = readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((name) => statSync(path.join(dir, name)).isFile())
+    .sort();
+  for (const name of files)
+    hash
+      .update(`${name}\0`)
+      .update(readFileSync(path.join(dir, name)))
+      .update("\0");
+  return hash.digest("hex");
+}
+
+/** Makes `outdir/ui` a copy of the inspector build; true when it changed. */
+function syncInspector(from) {
+  const to = path.join(outdir, "ui");
+  if (treeDigest(to) === treeDigest(from)) return false;
+  rmSync(to, { recursive: true, force: true });
+  cpSync(from, to, { recursive: true });
+  return true;
+}
+
+const inspectorDir = inspectorBuild();
 const sources = [path.join(pkgDir, "dist/src"), path.dirname(mockMain), here];
 const stamp = path.join(outdir, "VERSION");
 if (
@@ -57,8 +114,9 @@ if (
   newest(outdir) > 0 &&
   statSync(stamp, { throwIfNoEntry: false })?.mtimeMs > Math.max(...sources.map(newest))
 ) {
+  const what = syncInspector(inspectorDir) ? "inspector page updated" : "up to date";
   process.stdout.write(
-    `server bundle ${version}: up to date in ${path.relative(process.cwd(), outdir) || "."}\n`,
+    `server bundle ${version}: ${what} in ${path.relative(process.cwd(), outdir) || "."}\n`,
   );
   process.exit(0);
 }
@@ -88,6 +146,7 @@ const result = await esbuild.build({
   define: {
     SANDBOX_AGENT_BUNDLED_VERSION: JSON.stringify(version),
     SANDBOX_AGENT_BUNDLED_MOCK: JSON.stringify("./mock-agent.mjs"),
+    SANDBOX_AGENT_BUNDLED_UI: JSON.stringify("./ui/"),
   },
   // CommonJS dependencies (the MCP SDK's stdio client) call require() for Node built-ins.
   banner: { js: 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);' },
@@ -96,8 +155,11 @@ const entry = path.join(outdir, "sandbox-agent.mjs");
 writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, "utf8")}`);
 chmodSync(entry, 0o755);
 writeFileSync(path.join(outdir, "VERSION"), `${version}\n`);
+syncInspector(inspectorDir);
 
-const files = readdirSync(outdir).map((name) => ({ name, bytes: statSync(path.join(outdir, name)).size }));
+const files = readdirSync(outdir, { recursive: true, encoding: "utf8" })
+  .filter((name) => statSync(path.join(outdir, name)).isFile())
+  .map((name) => ({ name, bytes: statSync(path.join(outdir, name)).size }));
 const total = files.reduce((sum, f) => sum + f.bytes, 0);
 const summary = {
   outdir,

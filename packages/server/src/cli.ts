@@ -259,7 +259,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === "install-agent" || command === "agents") {
     exitQuietlyOnEpipe();
     // The agent commands share the control plane's zod schemas: imported only when run.
-    const commands = await import("./agents/commands.js");
+    const commands = await import("./agent-commands.js");
     return command === "install-agent"
       ? commands.installAgentCommand(rest, fail)
       : commands.listAgentsCommand(rest, fail);

@@ -2,13 +2,13 @@ import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { advertisementRecorder } from "./agents/capabilities.js";
-import { prepareAgent } from "./agents/launch.js";
+import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { AgentConfigEntry } from "./agents/types.js";
 import { healthRoute } from "./control-plane/health.js";
+import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
-import { problems, sendProblem } from "./http/problem.js";
+import { sendProblem } from "./http/problem.js";
 import { requestUrl, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { unavailable } from "./http/unavailable.js";
@@ -22,12 +22,11 @@ import type { ProcessLimits } from "./processes/limits.js";
 import type { UpgradeHandler } from "./processes/terminal-socket.js";
 import { ConnectionRegistry } from "./runtime/connections.js";
 import { descriptorBudget, descriptorsNeeded } from "./runtime/descriptors.js";
-import { agentEnvironment } from "./runtime/env.js";
+import type { JsonRpcMessage } from "./protocol.js";
 import type { ConnectionExtension } from "./runtime/extension.js";
-import type { JsonRpcMessage } from "./runtime/json-rpc.js";
 import { DEFAULT_LIMITS, type RuntimeLimits } from "./runtime/options.js";
 import { OrphanGuard } from "./runtime/orphan-guard.js";
-import { agentIdOf, rpcRoutes, type Launch } from "./transport/rpc-routes.js";
+import { rpcRoutes } from "./transport/rpc-routes.js";
 import { isInspectorPath } from "./ui/public-path.js";
 
 export interface ServerOptions {
@@ -142,24 +141,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...m.sandboxExtensions({ logger, processes, fsRoot, workdir }),
     ]));
 
-  const launch = async (message: JsonRpcMessage): Promise<Launch> => {
-    const id = agentIdOf(message) ?? options.defaultAgent;
-    if (id === undefined) {
-      throw problems.badRequest(
-        'initialize must name its agent in params._meta["sandboxagent.dev"].agent ' +
-          "(or start the server with --default-agent ID).",
-        { availableAgents: registry.ids() },
-      );
-    }
-    const agent = registry.get(id);
-    if (!agent)
-      throw problems.badRequest(`Unknown agent ${JSON.stringify(id)}.`, { availableAgents: registry.ids() });
-    const requestEnv = await prepareAgent(agent, message, {
-      autoInstall: options.autoInstall ?? false,
-      logger,
-    });
-    return { agent, env: agentEnvironment(agent.spec, process.env, requestEnv), cwd: workdir };
+  const launchOptions = {
+    registry,
+    defaultAgent: options.defaultAgent,
+    autoInstall: options.autoInstall ?? false,
+    workdir,
+    logger,
   };
+  const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
 
   const router = new Router()
     .add(...rpcRoutes({ connections, limits, logger, extensions: loadExtensions, launch }))

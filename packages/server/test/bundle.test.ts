@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
@@ -9,6 +18,17 @@ import { agentText, RawConnection } from "./support/rpc.js";
 
 const bundleDir = path.join(repoRoot, "packages/server/bundle");
 const moduleLog = fileURLToPath(new URL("./support/module-log.js", import.meta.url));
+const inspectorBuild = path.join(repoRoot, "packages/inspector/dist/ui");
+
+/** Every file below `dir`, relative to it, with its contents. */
+function tree(dir: string): Map<string, string> {
+  return new Map(
+    readdirSync(dir, { recursive: true, encoding: "utf8" })
+      .filter((name) => statSync(path.join(dir, name)).isFile())
+      .sort()
+      .map((name) => [name, readFileSync(path.join(dir, name), "latin1")]),
+  );
+}
 const { version } = JSON.parse(readFileSync(path.join(repoRoot, "packages/server/package.json"), "utf8")) as {
   version: string;
 };
@@ -49,7 +69,7 @@ describe("self-contained server bundle", () => {
     const files = readdirSync(path.join(dir, "server"));
     assert.ok(files.includes("mock-agent.mjs"), "the mock agent is its own file");
     assert.ok(!files.includes("node_modules"));
-    const bytes = files.reduce((sum, name) => sum + statSync(path.join(dir, "server", name)).size, 0);
+    const bytes = [...tree(path.join(dir, "server")).values()].reduce((sum, data) => sum + data.length, 0);
     assert.ok(bytes < 2 * 1024 * 1024, `bundle is ${bytes} bytes`);
     const printed = execFileSync(
       process.execPath,
@@ -80,6 +100,36 @@ describe("self-contained server bundle", () => {
       afterControlPlane.size > atStart.size,
       `control plane chunks load on first use: ${atStart.size} files at start, ${afterControlPlane.size} after`,
     );
+  });
+
+  it("serves the inspector page from beside itself", async () => {
+    const page = await fetch(`${server.baseUrl}/ui/`);
+    assert.equal(page.status, 200);
+    const html = await page.text();
+    const scripts = [...html.matchAll(/src="(\/ui\/assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    assert.ok(scripts.length > 0, html);
+    for (const script of scripts) {
+      const asset = await fetch(`${server.baseUrl}${script}`, { headers: { "accept-encoding": "gzip" } });
+      assert.equal(asset.status, 200, script);
+      assert.equal(asset.headers.get("content-encoding"), "gzip");
+      assert.equal(await asset.text(), readFileSync(path.join(inspectorBuild, script.slice(4)), "utf8"));
+    }
+  });
+
+  it("--if-stale refreshes a stale copy of the inspector page without rebundling the code", () => {
+    const out = path.join(dir, "stale");
+    cpSync(bundleDir, out, { recursive: true });
+    writeFileSync(path.join(out, "ui/index.html"), "an older build");
+    writeFileSync(path.join(out, "ui/assets/gone.js"), "a file the new build does not have");
+    // The code is up to date: its stamp is newer than every compiled file.
+    const future = new Date(Date.now() + 60_000);
+    utimesSync(path.join(out, "VERSION"), future, future);
+    const script = path.join(repoRoot, "packages/server/scripts/bundle.mjs");
+    const run = () =>
+      execFileSync(process.execPath, [script, "--if-stale", "--out", out], { encoding: "utf8" });
+    assert.match(run(), /inspector page updated/);
+    assert.deepEqual(tree(path.join(out, "ui")), tree(inspectorBuild));
+    assert.match(run(), /up to date/);
   });
 
   it("completes an ACP turn with the bundled mock agent", async () => {

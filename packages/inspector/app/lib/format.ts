@@ -52,3 +52,8 @@ export function errorMessage(error: unknown): string {
 export function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? "undefined";
 }
+
+/** "exit code 0" or "killed by SIGTERM", for an exited process. */
+export function describeExit(exit: { exitCode: number | null; signal: string | null }): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.exitCode ?? "?"}`;
+}

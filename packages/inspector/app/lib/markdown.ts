@@ -1,7 +1,9 @@
 /**
  * Agent text is untrusted: markdown is rendered by `marked` and the HTML sanitized by DOMPurify
- * (no scripts, handlers, frames, forms or styles). Images load only from `data:` URLs, so a message
- * cannot make the page fetch anything (the Content-Security-Policy would block it anyway).
+ * (no scripts, handlers, frames, forms or styles: the page's Content-Security-Policy allows inline
+ * styles for xterm.js, so a `style` attribute here could lay a message over the page's own
+ * buttons). Images load only from `data:` URLs, so a message cannot make the page fetch anything
+ * (the Content-Security-Policy would block it anyway).
  */
 import DOMPurify from "dompurify";
 import { Marked } from "marked";
@@ -18,5 +20,9 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 
 export function renderMarkdown(text: string): string {
   const html = marked.parse(text) as string;
-  return DOMPurify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ["style", "form", "input"] });
+  return DOMPurify.sanitize(html, {
+    USE_PROFILES: { html: true },
+    FORBID_TAGS: ["style", "form", "input"],
+    FORBID_ATTR: ["style"],
+  });
 }

@@ -80,7 +80,7 @@ function Title({ connection, sessionId, run }: { connection: ConnectionModel; se
     );
   }
   return (
-    <h2 class="session-heading">
+    <h2 class="pane-heading">
       <span data-testid="session-title">{title || "Untitled session"}</span>
       <button class="link" onClick={() => setEditing(title ?? "")} data-testid="rename">
         rename
@@ -109,9 +109,9 @@ export function SessionControls({
   const hasModeOption = options.some((o) => o.category === "mode");
   const hasModelOption = options.some((o) => o.category === "model");
   return (
-    <div class="session-controls">
+    <div class="pane-header">
       <Title connection={connection} sessionId={sessionId} run={run} />
-      <div class="session-ids muted">
+      <div class="pane-facts muted">
         <span>{connection.agentId}</span>
         <code title="session id">{sessionId}</code>
         {timeline.usage && (

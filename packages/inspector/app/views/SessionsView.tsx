@@ -30,7 +30,7 @@ function NewSessionForm({ workspace, agents }: { workspace: Workspace; agents: A
     }
   };
   return (
-    <form class="new-session" onSubmit={submit}>
+    <form class="side-form" onSubmit={submit}>
       <label>
         Agent
         <select value={chosen} onChange={(e) => setAgentId(e.currentTarget.value)} data-testid="agent-select">
@@ -85,10 +85,10 @@ function SessionRow({
     workspace.select(connection, summary.sessionId);
   };
   return (
-    <li class={`session-row${selected ? " selected" : ""}`} data-testid="session-row">
-      <button class="session-open" onClick={open} title={summary.sessionId}>
-        <span class="session-title">{summary.title || shortId(summary.sessionId)}</span>
-        <span class="session-meta">
+    <li class={`list-row${selected ? " selected" : ""}`} data-testid="session-row">
+      <button class="list-open" onClick={open} title={summary.sessionId}>
+        <span class="list-title">{summary.title || shortId(summary.sessionId)}</span>
+        <span class="list-meta">
           {summary.model && <span>{summary.model}</span>}
           {summary.eventCount !== undefined && <span>{summary.eventCount} events</span>}
           <span title={summary.updatedAt}>{formatRelative(summary.updatedAt ?? summary.createdAt)}</span>
@@ -133,7 +133,7 @@ function ConnectionBlock({ connection, workspace }: { connection: ConnectionMode
         </span>
       </header>
       {connection.reason && connection.state !== "open" && <div class="form-error">{connection.reason}</div>}
-      <ul class="sessions">
+      <ul class="item-list">
         {[...listed.values()].map((summary) => (
           <SessionRow
             key={summary.sessionId}
@@ -209,7 +209,7 @@ function SessionPane({ connection, sessionId }: { connection: ConnectionModel; s
     (e) => e.sessionId === sessionId || e.sessionId === undefined,
   );
   return (
-    <div class="session-pane">
+    <div class="pane">
       <SessionControls connection={connection} sessionId={sessionId} />
       <div class="tabs small">
         <button class={tab === "conversation" ? "active" : ""} onClick={() => setTab("conversation")}>
@@ -238,7 +238,7 @@ export function SessionsView({ workspace }: { workspace: Workspace }) {
   }, [workspace]);
   const selected = workspace.selected;
   return (
-    <div class="sessions-view">
+    <div class="split-view">
       <aside class="sidebar">
         <NewSessionForm workspace={workspace} agents={agents} />
         <h3>Connections</h3>

@@ -1,46 +1,71 @@
 import { problems } from "../http/problem.js";
-import { isObject, type JsonRpcMessage } from "../runtime/json-rpc.js";
+import type { Logger } from "../log.js";
+import { agentIdOf, requestEnvOf, type JsonRpcMessage } from "../protocol.js";
+import { agentEnvironment } from "./env.js";
 import { installState, notInstalled } from "./install.js";
 import { installLogged } from "./install-progress.js";
+import type { AgentRegistry } from "./registry.js";
 import type { AgentDefinition } from "./types.js";
-import type { Logger } from "../log.js";
 
-export interface PrepareOptions {
+/** What a connection needs to start its agent: the definition, its environment and working directory. */
+export interface Launch {
+  agent: AgentDefinition;
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+export interface LaunchOptions {
+  registry: AgentRegistry;
+  /** Agent used when `initialize` names none; unset, such an initialize is a 400. */
+  defaultAgent: string | undefined;
   /** Install a missing agent on `initialize` instead of answering 409. */
   autoInstall: boolean;
+  /** Working directory of agent processes. */
+  workdir: string;
   logger: Logger;
 }
 
 /**
- * Makes sure the agent can start: installs it when allowed, else throws the 409 that says how.
- * Returns the variables the request itself supplies for the agent.
+ * Resolves the agent an `initialize` request names (`_meta["sandboxagent.dev"].agent`, else the
+ * default), installs it when allowed, and builds its environment: the server's base variables,
+ * its `passEnv` and `env`, then the request's own `_meta["sandboxagent.dev"].env`. Throws the
+ * problem (400, 409) that says what is wrong.
  */
-export async function prepareAgent(
-  agent: AgentDefinition,
-  initialize: JsonRpcMessage,
-  options: PrepareOptions,
-): Promise<Record<string, string>> {
-  const env = requestEnv(agent, initialize);
-  if (!installState(agent).installed) {
-    if (!options.autoInstall) throw notInstalled(agent.id);
-    await installLogged(agent, options.logger);
+export async function resolveLaunch(initialize: JsonRpcMessage, options: LaunchOptions): Promise<Launch> {
+  const { registry } = options;
+  const id = agentIdOf(initialize) ?? options.defaultAgent;
+  if (id === undefined) {
+    throw problems.badRequest(
+      'initialize must name its agent in params._meta["sandboxagent.dev"].agent ' +
+        "(or start the server with --default-agent ID).",
+      { availableAgents: registry.ids() },
+    );
   }
-  return env;
+  const agent = registry.get(id);
+  if (!agent)
+    throw problems.badRequest(`Unknown agent ${JSON.stringify(id)}.`, { availableAgents: registry.ids() });
+  const env = requestEnv(agent, initialize);
+  await ensureInstalled(agent, options);
+  return { agent, env: agentEnvironment(agent.spec, process.env, env), cwd: options.workdir };
+}
+
+/** Makes sure the agent can start: installs it when allowed, else throws the 409 that says how. */
+async function ensureInstalled(agent: AgentDefinition, options: LaunchOptions): Promise<void> {
+  if (installState(agent).installed) return;
+  if (!options.autoInstall) throw notInstalled(agent.id);
+  await installLogged(agent, options.logger);
 }
 
 /**
- * `params._meta["sandboxagent.dev"].env`: per-request values (credentials, base URLs) for the
- * variables the agent accepts from clients (`acceptedClientEnv`). Any other name is refused, not
- * dropped silently, with a detail saying how the server's owner can allow it.
+ * The request's own values for the variables the agent accepts from clients (`acceptedClientEnv`).
+ * Any other name is refused, not dropped silently, with a detail saying how the server's owner
+ * can allow it.
  */
-export function requestEnv(agent: AgentDefinition, initialize: JsonRpcMessage): Record<string, string> {
-  const params = initialize.params;
-  const ours = isObject(params) && isObject(params._meta) ? params._meta["sandboxagent.dev"] : undefined;
-  const env = isObject(ours) ? ours.env : undefined;
+function requestEnv(agent: AgentDefinition, initialize: JsonRpcMessage): Record<string, string> {
+  const env = requestEnvOf(initialize);
   if (env === undefined) return {};
-  if (!isObject(env) || Object.values(env).some((v) => typeof v !== "string")) {
+  if (env === "invalid")
     throw problems.badRequest('params._meta["sandboxagent.dev"].env must be an object of string values.');
-  }
   const allowed = acceptedClientEnv(agent);
   const refused = allowed.includes("*") ? [] : Object.keys(env).filter((name) => !allowed.includes(name));
   if (refused.length > 0) {
@@ -51,7 +76,7 @@ export function requestEnv(agent: AgentDefinition, initialize: JsonRpcMessage): 
       { allowedEnv: allowed },
     );
   }
-  return env as Record<string, string>;
+  return env;
 }
 
 /** Names a client may set for the agent: those it takes from the server (`passEnv`) and `clientEnv`. */

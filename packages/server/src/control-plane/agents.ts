@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
-import { lastAdvertisement } from "../agents/capabilities.js";
+import { lastAdvertisement } from "../extensions/last-initialize.js";
 import { installState } from "../agents/install.js";
 import { installLogged } from "../agents/install-progress.js";
 import { acceptedClientEnv } from "../agents/launch.js";
@@ -9,6 +9,7 @@ import type { AgentDefinition } from "../agents/types.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { sendJson } from "../http/router.js";
 import type { Logger } from "../log.js";
+import { SseResponse, sseEvent } from "../transport/sse.js";
 import { defineRoute, type RouteDef } from "./schema-route.js";
 
 export interface AgentRoutesDeps {
@@ -156,20 +157,23 @@ function streamFormat(accept: string | undefined): StreamFormat {
 
 /** Writes install events in the format the client asked for: SSE `event: progress|result|error`, or NDJSON `{type,…}`. */
 function eventWriter(res: ServerResponse, format: "sse" | "ndjson") {
+  if (format === "sse") {
+    const sse = new SseResponse(res, { cacheControl: "no-store" });
+    sse.open();
+    return (type: InstallEvent, data: Record<string, unknown>) =>
+      sse.write(sseEvent(JSON.stringify(data), undefined, type));
+  }
   res.writeHead(200, {
-    "content-type": format === "sse" ? "text/event-stream" : "application/x-ndjson",
+    "content-type": "application/x-ndjson",
     "cache-control": "no-store",
     "x-accel-buffering": "no",
   });
-  return (type: "progress" | "result" | "error", data: Record<string, unknown>) => {
-    if (res.writableEnded) return;
-    res.write(
-      format === "sse"
-        ? `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`
-        : JSON.stringify({ type, ...data }) + "\n",
-    );
+  return (type: InstallEvent, data: Record<string, unknown>) => {
+    if (!res.writableEnded) res.write(JSON.stringify({ type, ...data }) + "\n");
   };
 }
+
+type InstallEvent = "progress" | "result" | "error";
 
 async function install(
   res: ServerResponse,

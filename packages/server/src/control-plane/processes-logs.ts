@@ -3,6 +3,7 @@ import { problems } from "../http/problem.js";
 import { sendJson } from "../http/router.js";
 import type { ManagedProcess, OutputReader, ProcessExit } from "../processes/managed-process.js";
 import type { OutputEntry, OutputStream } from "../processes/output-log.js";
+import { SseResponse, sseEvent } from "../transport/sse.js";
 
 export type Encoding = "utf8" | "base64";
 
@@ -85,34 +86,21 @@ export function followLogs(
  * Written pull-style: not ready while the socket is full; a follower stuck for `stallMs` is dropped.
  */
 class SseFollower implements OutputReader {
-  private waiting = false;
-  private readonly keepAlive: NodeJS.Timeout;
-  private stall: NodeJS.Timeout | undefined;
+  private readonly sse: SseResponse;
 
   constructor(
-    private readonly res: ServerResponse,
+    res: ServerResponse,
     public cursor: number,
     private readonly request: LogsRequest,
-    private readonly stallMs: number,
-    private readonly onDrain: () => void,
+    stallMs: number,
+    onDrain: () => void,
   ) {
-    const headers: Record<string, string> = {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache, no-transform",
-      "x-accel-buffering": "no",
-    };
-    if (res.req.httpVersionMajor === 1) headers.connection = "keep-alive";
-    res.writeHead(200, headers);
-    this.write(`retry: ${RETRY_MS}\n\n`);
-    this.keepAlive = setInterval(() => this.ready && this.write(":\n\n"), KEEP_ALIVE_MS).unref();
-    res.once("close", () => {
-      clearInterval(this.keepAlive);
-      clearTimeout(this.stall);
-    });
+    this.sse = new SseResponse(res, { keepAliveMs: KEEP_ALIVE_MS, retryMs: RETRY_MS, stallMs, onDrain });
+    this.sse.open();
   }
 
   get ready(): boolean {
-    return !this.waiting && !this.res.writableEnded && !this.res.destroyed;
+    return this.sse.ready;
   }
 
   deliver(entries: OutputEntry[]): void {
@@ -125,24 +113,14 @@ class SseFollower implements OutputReader {
         this.request.encoding === "base64"
           ? `"${data.toString("base64")}"`
           : JSON.stringify(data.toString("utf8"));
-      text += `id: ${seq}\nevent: output\ndata: {"seq":${seq},"stream":"${stream}","offset":${offset},"data":${value}}\n\n`;
+      const json = `{"seq":${seq},"stream":"${stream}","offset":${offset},"data":${value}}`;
+      text += sseEvent(json, String(seq), "output");
     }
-    if (text) this.write(text);
+    if (text) this.sse.write(text);
   }
 
   end(exit: ProcessExit, finalSeq: number): void {
-    this.write(`id: ${finalSeq}\nevent: exit\ndata: ${JSON.stringify(exit)}\n\n`);
-    this.res.end();
-  }
-
-  private write(text: string): void {
-    if (this.res.write(text)) return;
-    this.waiting = true;
-    this.stall = setTimeout(() => this.res.destroy(), this.stallMs).unref();
-    this.res.once("drain", () => {
-      clearTimeout(this.stall);
-      this.waiting = false;
-      this.onDrain();
-    });
+    this.sse.write(sseEvent(JSON.stringify(exit), String(finalSeq), "exit"));
+    this.sse.end();
   }
 }

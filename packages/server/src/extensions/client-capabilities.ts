@@ -1,6 +1,15 @@
 import type { Logger } from "../log.js";
 import type { ConnectionApi, ConnectionExtension } from "../runtime/extension.js";
-import { errorResponse, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "../runtime/json-rpc.js";
+import {
+  errorResponse,
+  ERRORS,
+  isObject,
+  kindOf,
+  META_KEY,
+  sandboxMetaOf,
+  type JsonRpcId,
+  type JsonRpcMessage,
+} from "../protocol.js";
 import {
   clientRequestAnswerer,
   FS_METHODS,
@@ -11,7 +20,7 @@ import {
   type TerminalTable,
 } from "./client-requests.js";
 import { RpcError } from "./methods.js";
-import { ERRORS, META_KEY, objectAt, sandboxMetaOf } from "./protocol.js";
+import { objectAt } from "./advertise.js";
 
 /** The capabilities a connection asked the server to provide on its behalf. */
 interface Served {

@@ -1,25 +1,30 @@
 /**
  * ACP client methods (`fs/read_text_file`, `fs/write_text_file`, `terminal/*`) answered by the
  * server inside the sandbox, for connections that asked for it (see `client-capabilities.ts`).
- * Files are confined to the filesystem API's root; terminals are processes of the process API.
+ * Files are confined to the filesystem API's root and reached the way that API reaches them
+ * (through `FsRoot`'s verified descriptors, so a symlink swapped in meanwhile cannot lead outside);
+ * terminals are processes of the process API.
  */
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { z } from "zod";
-import { pathEscape, resolveInRoot } from "../control-plane/fs-paths.js";
-import { onPath } from "../control-plane/fs-problems.js";
+import { pathEscape, resolveInRoot, type RootedPath } from "../control-plane/fs-paths.js";
+import { isADirectory, notAFile, onPath } from "../control-plane/fs-problems.js";
+import type { FsRoot } from "../control-plane/fs-root.js";
+import { receiveFile } from "../control-plane/fs-transfer.js";
 import { ProblemError } from "../http/problem.js";
 import { ProcessError } from "../processes/command.js";
 import type { ProcessManager } from "../processes/manager.js";
 import type { ManagedProcess } from "../processes/managed-process.js";
 import { RpcError } from "./methods.js";
 import { issuesOf } from "./params.js";
-import { ERRORS } from "./protocol.js";
+import { ERRORS } from "../protocol.js";
 
 export interface ClientRequestDeps {
   processes: ProcessManager;
-  /** Root of the filesystem API, as configured and as a real path. */
-  fsRoot: { configured: string; real: string };
+  /** Root of the filesystem API: as configured (agents may name paths under either) and opened. */
+  fsRoot: { configured: string; root: FsRoot };
   /** Default working directory of terminals. */
   workdir: string;
 }
@@ -99,20 +104,17 @@ export function clientRequestAnswerer(deps: ClientRequestDeps): ClientRequestAns
 function handlers(deps: ClientRequestDeps): Handlers {
   return {
     "fs/read_text_file": async ({ path: file, line, limit }) => {
-      const target = await confined(deps, file);
-      const info = await onPath(file, () => stat(target));
-      if (info.size > MAX_READ_BYTES)
-        throw new RpcError(
-          ERRORS.internal,
-          `${file} is ${info.size} bytes; at most ${MAX_READ_BYTES} are read.`,
-        );
-      const content = await onPath(file, () => readFile(target, "utf8"));
+      const content = await readText(deps.fsRoot.root, await confined(deps, file));
       return { content: selectLines(content, line ?? undefined, limit ?? undefined) };
     },
     "fs/write_text_file": async ({ path: file, content }) => {
-      const target = await confined(deps, file);
-      await onPath(file, () => mkdir(path.dirname(target), { recursive: true }));
-      await onPath(file, () => writeFile(target, content));
+      // Written like an upload: a temp file beside the target renamed over it, so the agent's
+      // editor never leaves a half-written file; missing parents are created.
+      const source = Readable.from([Buffer.from(content, "utf8")]);
+      await receiveFile(deps.fsRoot.root, source, await confined(deps, file), {
+        overwrite: true,
+        parents: true,
+      });
       return {};
     },
     "terminal/create": async (params, terminals) => {
@@ -159,16 +161,39 @@ function terminal(terminals: TerminalTable, id: string) {
 }
 
 /**
- * The real path of `file` (absolute, as the agent sees the sandbox) if it lies inside the
- * filesystem root, with the same symlink checks as the filesystem API.
+ * `file` (absolute, as the agent sees the sandbox) as a path of the filesystem root, with the same
+ * symlink checks as the filesystem API; errors name the path as the agent gave it.
  */
-async function confined(deps: ClientRequestDeps, file: string): Promise<string> {
-  const { configured, real } = deps.fsRoot;
-  const relative = [path.relative(configured, file), path.relative(real, file)].find(
+async function confined(deps: ClientRequestDeps, file: string): Promise<RootedPath> {
+  const { configured, root } = deps.fsRoot;
+  const relative = [path.relative(configured, file), path.relative(root.path, file)].find(
     (rel) => !rel.startsWith("..") && !path.isAbsolute(rel),
   );
   if (relative === undefined) throw pathEscape(file);
-  return (await resolveInRoot(real, `/${relative}`, { follow: true })).absolute;
+  return { ...(await resolveInRoot(root.path, `/${relative}`, { follow: true })), display: file };
+}
+
+/** A regular file's text, read through a descriptor of the very file the root check pinned. */
+async function readText(root: FsRoot, target: RootedPath): Promise<string> {
+  // O_NONBLOCK so that opening a FIFO cannot hang the agent; regular files ignore it.
+  const handle = await onPath(target.display, () =>
+    root.with(target.absolute, target.display, {}, (pinned) =>
+      pinned.reopen(constants.O_RDONLY | constants.O_NONBLOCK),
+    ),
+  );
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) throw isADirectory(target.display);
+    if (!info.isFile()) throw notAFile(target.display);
+    if (info.size > MAX_READ_BYTES)
+      throw new RpcError(
+        ERRORS.internal,
+        `${target.display} is ${info.size} bytes; at most ${MAX_READ_BYTES} are read.`,
+      );
+    return await onPath(target.display, () => handle.readFile("utf8"));
+  } finally {
+    await handle.close();
+  }
 }
 
 /** ACP `line` (1-based) and `limit` (lines) of `content`. */

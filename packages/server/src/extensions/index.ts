@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { FsRoot } from "../control-plane/fs-root.js";
 import type { Logger } from "../log.js";
 import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
@@ -17,7 +17,7 @@ export interface ExtensionDeps {
 
 /** The Sandbox extensions (`_sandboxagent/*`, `_meta["sandboxagent.dev"]`) attached to every connection. */
 export function sandboxExtensions(deps: ExtensionDeps): ConnectionExtension[] {
-  const fsRoot = { configured: deps.fsRoot, real: realpathSync(deps.fsRoot) };
+  const fsRoot = { configured: deps.fsRoot, root: new FsRoot(deps.fsRoot) };
   return [
     new SandboxExtension(deps.logger),
     new ClientCapabilitiesExtension(

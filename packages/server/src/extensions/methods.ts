@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { ConnectionApi } from "../runtime/extension.js";
-import type { JsonRpcId, JsonRpcMessage } from "../runtime/json-rpc.js";
+import { ERRORS, META_KEY, METHODS, type JsonRpcId, type JsonRpcMessage } from "../protocol.js";
 import { absorbSwitch, effectiveMetadata, listModels, switchRequest, type ModelList } from "./models.js";
 import {
   issuesOf,
@@ -11,7 +11,6 @@ import {
   setMetadataParams,
   type SetMetadataParams,
 } from "./params.js";
-import { ERRORS, META_KEY, METHODS } from "./protocol.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
 /** A JSON-RPC error a handler answers with. */

@@ -1,4 +1,4 @@
-import { isObject } from "../runtime/json-rpc.js";
+import { isObject } from "../protocol.js";
 import type { AgentSessionState, ConnectionState } from "./state.js";
 
 export interface ModelInfo {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { META_KEY } from "./protocol.js";
+import { META_KEY } from "../protocol.js";
 
 const sessionId = z.string().min(1);
 const metadata = z.record(z.string(), z.unknown());

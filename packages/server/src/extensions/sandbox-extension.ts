@@ -1,13 +1,16 @@
 import type { Logger } from "../log.js";
 import type { ConnectionApi, ConnectionExtension } from "../runtime/extension.js";
 import {
+  EXTENSION_PREFIX,
   idKey,
   isObject,
   kindOf,
+  META_KEY,
+  sandboxMetaOf,
   sessionIdOf,
   type JsonRpcId,
   type JsonRpcMessage,
-} from "../runtime/json-rpc.js";
+} from "../protocol.js";
 import {
   applyToAgent,
   cancelPermissionRequest,
@@ -17,7 +20,7 @@ import {
 } from "./methods.js";
 import { absorbSwitch, absorbUpdate, currentMode, listModels, currentValue } from "./models.js";
 import { metadataOverLimit } from "./params.js";
-import { advertiseExtensions, EXTENSION_PREFIX, META_KEY, sandboxMetaOf } from "./protocol.js";
+import { advertiseExtensions } from "./advertise.js";
 import { fallbackList, mergeIntoAgentList } from "./session-list.js";
 import { ConnectionStates, SessionStore, type AgentSessionState, type ConnectionState } from "./state.js";
 

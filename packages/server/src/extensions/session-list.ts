@@ -1,6 +1,6 @@
-import { isObject } from "../runtime/json-rpc.js";
+import { isObject, META_KEY } from "../protocol.js";
 import { effectiveMetadata } from "./models.js";
-import { META_KEY, objectAt } from "./protocol.js";
+import { objectAt } from "./advertise.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
 /** `_meta["sandboxagent.dev"]` of a session/list entry: stored metadata plus the runtime keys. */

@@ -1,5 +1,5 @@
 import type { ConnectionApi } from "../runtime/extension.js";
-import { isObject } from "../runtime/json-rpc.js";
+import { isObject } from "../protocol.js";
 
 /** What the server remembers about a session, across connections, for the server's lifetime. */
 export interface SessionRecord {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { Logger } from "../log.js";
-import { baseEnvironment } from "../runtime/env.js";
+import { baseEnvironment } from "../agents/env.js";
 import { startChild, type ChildHandle } from "./child.js";
 import { ProcessError } from "./command.js";
 import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from "./limits.js";

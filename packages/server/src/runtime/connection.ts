@@ -1,16 +1,26 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { ServerResponse } from "node:http";
 import type { AgentDefinition } from "../agents/types.js";
 import { shortId, type Logger } from "../log.js";
 import { AgentProcess, type AgentExit } from "./agent-process.js";
 import { textChunkSession } from "./content-chunk.js";
+import {
+  errorResponse,
+  idKey,
+  isObject,
+  kindOf,
+  METHODS,
+  type JsonRpcId,
+  type JsonRpcMessage,
+} from "../protocol.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
-import { errorResponse, idKey, isObject, kindOf, type JsonRpcId, type JsonRpcMessage } from "./json-rpc.js";
 import type { ConnectionObserver } from "./observer.js";
 import type { RuntimeLimits } from "./options.js";
 import type { OrphanGuard } from "./orphan-guard.js";
-import { SseStream } from "./sse-stream.js";
+import { Outbound, type OutboundReader, type ReaderListener } from "./outbound.js";
+
+export type { EventBatch } from "./event-log.js";
+export type { OutboundReader, ReaderListener } from "./outbound.js";
 
 export type ConnectionState = "initializing" | "open" | "ended" | "closed";
 
@@ -54,7 +64,6 @@ export interface ConnectionEnd {
 
 const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
-const WRITE_BATCH_BYTES = 64 * 1024;
 
 export interface ConnectionOptions {
   agent: AgentDefinition;
@@ -72,8 +81,9 @@ export interface ConnectionOptions {
 
 /**
  * One ACP connection: one agent process, one ordered outbound event log with replay, and at most
- * one SSE reader. Messages are forwarded verbatim in both directions; the server only reads the
- * envelope (`id`, `method`) to track pending requests.
+ * one reader of it (`openReader`; the transport turns it into a stream). Messages are forwarded
+ * verbatim in both directions; the server only reads the envelope (`id`, `method`) to track
+ * pending requests. Nothing here knows HTTP.
  */
 export class Connection implements ConnectionApi {
   readonly id = randomUUID();
@@ -89,28 +99,37 @@ export class Connection implements ConnectionApi {
   /** The `protocolVersion` the agent answered to initialize. */
   protocolVersion: number | undefined;
 
-  private readonly log: EventLog;
+  private readonly outbound: Outbound;
   private readonly agent: AgentProcess;
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
   private readonly pendingAgent = new Set<string>();
   /** Requests extensions sent to the agent (`request()`); their responses never reach the client. */
   private readonly pendingServer = new Map<string, (response: JsonRpcMessage) => void>();
   private serverRequestSeq = 0;
-  private stream: SseStream | undefined;
-  private readonly sessionStreams = new Set<SseStream>();
   private initWaiter: { key: string; resolve: (m: JsonRpcMessage) => void } | undefined;
-  private pumpScheduled = false;
-  private outputPaused = false;
-  private stallTimer: NodeJS.Timeout | undefined;
   private endedTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  private markClosed!: () => void;
+  /** Resolves once the connection is closed for good (streams bound to it end then). */
+  readonly whenClosed = new Promise<void>((resolve) => (this.markClosed = resolve));
   /** Whether text chunks may skip JSON.parse: no extension needs them parsed. */
   private readonly textChunkFastPath: boolean;
 
   constructor(private readonly options: ConnectionOptions) {
     this.agentId = options.agent.id;
     this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
-    this.log = new EventLog(options.limits);
+    const { limits } = options;
+    this.outbound = new Outbound(new EventLog(limits), {
+      maxBufferedBytes: limits.maxBufferedBytes,
+      stallMs: limits.stallMs,
+      pause: () => this.agent.pauseOutput(),
+      resume: () => this.agent.resumeOutput(),
+      stalled: (pending) => {
+        this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
+        this.safely("stall", () => this.abandon("output_stalled", { stallMs: limits.stallMs }));
+      },
+      readerChanged: () => (this.lastActivity = Date.now()),
+    });
     this.agent = new AgentProcess(options.agent.spec, {
       env: options.env,
       cwd: options.cwd,
@@ -186,7 +205,7 @@ export class Connection implements ConnectionApi {
   }
 
   get hasReader(): boolean {
-    return this.stream !== undefined;
+    return this.outbound.hasReader;
   }
 
   /** Sends `initialize` and resolves with the agent's response (extensions applied). */
@@ -308,49 +327,27 @@ export class Connection implements ConnectionApi {
     this.sessionIds.delete(sessionId);
   }
 
-  /**
-   * Validates a `Last-Event-ID` cursor: its sequence number, `undefined` for none, or an error
-   * kind for malformed (400) and unknown, foreign or evicted (410) cursors.
-   */
-  resolveCursor(lastEventId: string | undefined): number | undefined | "malformed" | "gone" {
-    if (lastEventId === undefined) return undefined;
-    const m = /^([0-9a-f]{8})\.(\d{1,15})$/.exec(lastEventId);
-    if (!m) return "malformed";
-    const seq = Number(m[2]);
-    if (m[1] !== this.epoch || seq > this.log.lastSeq || seq < this.log.oldestCursor) return "gone";
-    return seq;
+  /** The oldest cursor a reader may still resume from. */
+  get oldestCursor(): number {
+    return this.outbound.log.oldestCursor;
   }
 
-  /** Whether the agent is gone and a reader at `cursor` (default: never-written events) has nothing left to get. */
+  /** Whether a reader may resume after event `seq` (it was sent, and is still kept for replay). */
+  canReplayFrom(seq: number): boolean {
+    return this.outbound.canReplayFrom(seq);
+  }
+
+  /** Whether the connection ended and a reader at `cursor` (default: never-read events) has nothing left to get. */
   drained(cursor: number | undefined): boolean {
-    return this.state === "ended" && (cursor ?? this.log.writtenSeq) >= this.log.lastSeq;
+    return this.state === "ended" && this.outbound.drained(cursor);
   }
 
-  /** Attaches the connection's SSE reader; a reconnect with a cursor takes over from the old one. */
-  attach(res: ServerResponse, cursor: number | undefined): void {
-    this.lastActivity = Date.now();
-    const stream = this.newStream(res);
-    this.stream?.end();
-    this.stream = stream;
-    stream.start(cursor ?? this.log.writtenSeq, `${this.epoch}.${cursor ?? this.log.writtenSeq}`);
-    stream.onClose(() => {
-      if (this.stream === stream) this.stream = undefined;
-      this.lastActivity = Date.now();
-    });
-    this.pump();
-  }
-
-  /** Session-scoped GETs (the SDK's `createHttpStream` opens one per session) stay idle: everything goes on the connection stream. */
-  attachSessionStream(res: ServerResponse): void {
-    const stream = this.newStream(res);
-    this.sessionStreams.add(stream);
-    stream.start(this.log.writtenSeq, undefined);
-    stream.onClose(() => this.sessionStreams.delete(stream));
-  }
-
-  private newStream(res: ServerResponse): SseStream {
-    const { keepAliveMs, retryMs } = this.options.limits;
-    return new SseStream(res, { keepAliveMs, retryMs, onDrain: () => this.pump() });
+  /**
+   * Opens the connection's reader at `cursor` (default: the events no reader received yet); a
+   * reader that is already open ends (a reconnect with a cursor takes over).
+   */
+  openReader(cursor: number | undefined, listener: ReaderListener): OutboundReader {
+    return this.outbound.openReader(cursor, listener);
   }
 
   /** Closes the connection and stops its agent; later calls wait for the same stop. */
@@ -399,11 +396,10 @@ export class Connection implements ConnectionApi {
     this.state = "closed";
     try {
       this.options.observer?.closed(this, reason);
-      clearTimeout(this.stallTimer);
       clearTimeout(this.endedTimer);
       this.options.onClosed(this);
-      this.stream?.end();
-      for (const s of this.sessionStreams) s.end();
+      this.outbound.close();
+      this.markClosed();
       if (previous === "open")
         for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
     } catch (error) {
@@ -437,7 +433,7 @@ export class Connection implements ConnectionApi {
       });
       this.emit({
         jsonrpc: "2.0",
-        method: "_sandboxagent/agent/unparsed",
+        method: METHODS.unparsed,
         params: { line: line.slice(0, 4096), truncated: line.length > 4096, error: (error as Error).message },
       });
       return;
@@ -511,55 +507,8 @@ export class Connection implements ConnectionApi {
 
   private append(data: string): void {
     if (this.state === "closed") return;
-    this.log.append(data);
+    this.outbound.append(data);
     this.options.observer?.event();
-    this.updateBackpressure();
-    if (!this.pumpScheduled) {
-      this.pumpScheduled = true;
-      // Lines parsed from one stdout chunk arrive synchronously: coalesce them into one socket write.
-      queueMicrotask(() => {
-        this.pumpScheduled = false;
-        this.pump();
-      });
-    }
-  }
-
-  private pump(): void {
-    const stream = this.stream;
-    if (stream) {
-      while (stream.ready) {
-        const batch = this.log.after(stream.cursor, WRITE_BATCH_BYTES);
-        if (batch.data.length === 0) break;
-        stream.writeEvents(this.epoch, batch);
-        this.log.markWritten(stream.cursor);
-      }
-      if (stream.ready && this.state === "ended" && stream.cursor >= this.log.lastSeq) stream.end();
-    }
-    this.updateBackpressure();
-  }
-
-  private updateBackpressure(): void {
-    const { maxBufferedBytes, stallMs } = this.options.limits;
-    const pending = this.log.unwrittenBytes;
-    if (!this.outputPaused && pending > maxBufferedBytes) {
-      this.outputPaused = true;
-      this.agent.pauseOutput();
-    } else if (this.outputPaused && pending <= maxBufferedBytes / 2) {
-      this.outputPaused = false;
-      this.agent.resumeOutput();
-    }
-    if (this.outputPaused) {
-      // Restarted on every call that made progress; fires only when the reader stays stuck.
-      clearTimeout(this.stallTimer);
-      this.stallTimer = setTimeout(() => {
-        this.logger.warn("output stalled; closing connection", { connection: shortId(this.id), pending });
-        this.safely("stall", () => this.abandon("output_stalled", { stallMs }));
-      }, stallMs);
-      this.stallTimer.unref();
-    } else if (this.stallTimer) {
-      clearTimeout(this.stallTimer);
-      this.stallTimer = undefined;
-    }
   }
 
   private onAgentExit(exit: AgentExit): void {
@@ -595,9 +544,9 @@ export class Connection implements ConnectionApi {
     for (const ext of this.options.extensions) ext.sessionsEnded?.(this, this.exit);
     const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
     for (const sessionId of sessions) {
-      this.emit({ jsonrpc: "2.0", method: "_sandboxagent/session/ended", params: { sessionId, ...data } });
+      this.emit({ jsonrpc: "2.0", method: METHODS.ended, params: { sessionId, ...data } });
     }
-    this.pump();
+    this.outbound.end();
     this.endedTimer = setTimeout(() => void this.close("ended"), this.options.limits.endedRetentionMs);
     this.endedTimer.unref();
   }

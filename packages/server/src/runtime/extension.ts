@@ -1,5 +1,5 @@
 import type { AgentExit } from "./agent-process.js";
-import type { JsonRpcMessage } from "./json-rpc.js";
+import type { JsonRpcMessage } from "../protocol.js";
 
 /** What an extension may do with the connection it is attached to. */
 export interface ConnectionApi {

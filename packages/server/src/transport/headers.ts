@@ -1,8 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import { problems } from "../http/problem.js";
-
-/** The SDK's `createHttpStream` uses `Acp-Connection-Id`; the seed contract `x-acp-connection-id`. Both work. */
-export const CONNECTION_HEADERS = ["acp-connection-id", "x-acp-connection-id"] as const;
+import {
+  CONNECTION_HEADERS,
+  LAST_EVENT_ID_HEADER,
+  PROTOCOL_VERSION_HEADER,
+  SESSION_HEADER,
+} from "../protocol.js";
 
 function single(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
@@ -28,15 +31,15 @@ export function requireConnectionId(req: IncomingMessage): string {
 }
 
 export function sessionHeaderOf(req: IncomingMessage): string | undefined {
-  return single(req, "acp-session-id");
+  return single(req, SESSION_HEADER);
 }
 
 export function lastEventIdOf(req: IncomingMessage): string | undefined {
-  return single(req, "last-event-id");
+  return single(req, LAST_EVENT_ID_HEADER);
 }
 
 export function protocolVersionHeaderOf(req: IncomingMessage): string | undefined {
-  return single(req, "acp-protocol-version");
+  return single(req, PROTOCOL_VERSION_HEADER);
 }
 
 export function connectionIdHeaders(id: string): Record<string, string> {

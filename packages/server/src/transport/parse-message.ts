@@ -1,6 +1,6 @@
 import { MAX_JSON_DEPTH, scanJson } from "../http/json.js";
 import { problems } from "../http/problem.js";
-import { isObject, kindOf, type JsonRpcMessage } from "../runtime/json-rpc.js";
+import { isObject, kindOf, type JsonRpcMessage } from "../protocol.js";
 
 export interface ParsedMessage {
   message: JsonRpcMessage;

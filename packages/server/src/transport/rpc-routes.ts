@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../agents/types.js";
+import type { Launch } from "../agents/launch.js";
 import { accepts, isJsonContentType, readBody } from "../http/body.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import { InitializeError, type Connection } from "../runtime/connection.js";
 import { ConnectionRefused, type ConnectionRegistry } from "../runtime/connections.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
-import { isObject, kindOf, sessionIdOf, type JsonRpcMessage } from "../runtime/json-rpc.js";
+import { kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
 import type { RuntimeLimits } from "../runtime/options.js";
 import {
   connectionIdHeaders,
@@ -18,13 +18,7 @@ import {
   sessionHeaderOf,
 } from "./headers.js";
 import { parseMessage } from "./parse-message.js";
-
-/** What a connection needs to start: the agent, its environment and working directory. */
-export interface Launch {
-  agent: AgentDefinition;
-  env: Record<string, string>;
-  cwd?: string;
-}
+import { cursorOf, idleStream, streamConnection } from "./sse.js";
 
 export interface RpcDeps {
   connections: ConnectionRegistry;
@@ -193,32 +187,18 @@ function get({ req, res }: HttpContext, deps: RpcDeps): void {
     throw problems.notAcceptable("GET /v2/rpc is an SSE stream: send Accept: text/event-stream.");
   }
   const conn = lookup(deps, requireConnectionId(req));
-  if (sessionHeaderOf(req) !== undefined) return conn.attachSessionStream(res);
-  const lastEventId = lastEventIdOf(req);
-  const cursor = conn.resolveCursor(lastEventId);
-  if (cursor === "malformed")
-    throw problems.badRequest(`Malformed Last-Event-ID ${JSON.stringify(lastEventId)}.`);
-  if (cursor === "gone") {
-    throw problems.gone(
-      "Last-Event-ID is not in this connection's replay log (evicted or foreign); events after it can't be replayed.",
-    );
-  }
+  const { keepAliveMs, retryMs } = deps.limits;
+  if (sessionHeaderOf(req) !== undefined) return idleStream(res, conn, { keepAliveMs, retryMs });
+  const cursor = cursorOf(conn, lastEventIdOf(req));
   if (conn.drained(cursor)) throw endedProblem(conn, " Every event was delivered.");
   if (cursor === undefined && conn.hasReader) {
     throw problems.conflict("Another reader is attached; reconnect with Last-Event-ID to take over.");
   }
-  conn.attach(res, cursor);
+  streamConnection(res, conn, cursor, { keepAliveMs, retryMs });
 }
 
 function remove({ req, res }: HttpContext, deps: RpcDeps): void {
   const conn = lookup(deps, requireConnectionId(req));
   void conn.close("deleted");
   res.writeHead(202).end();
-}
-
-export function agentIdOf(message: JsonRpcMessage): string | undefined {
-  const params = message.params;
-  if (!isObject(params) || !isObject(params._meta)) return undefined;
-  const ours = params._meta["sandboxagent.dev"];
-  return isObject(ours) && typeof ours.agent === "string" ? ours.agent : undefined;
 }

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -9,8 +10,18 @@ import { sendStatic, type CachePolicy } from "./static-files.js";
 /** A file name of the build (hashed assets, index.html, the icon): no path separators, no dot files. */
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
-/** The built page: `dist/ui` of `@sandbox-agent/inspector`, or undefined when it is not installed. */
+/** Set by the bundler: the bundle ships the inspector's build as `ui/` beside its own files. */
+declare const SANDBOX_AGENT_BUNDLED_UI: string | undefined;
+
+/**
+ * The built page: beside the bundle, else `dist/ui` of `@sandbox-agent/inspector`; undefined when
+ * neither is there.
+ */
 function defaultAssetsDir(): string | undefined {
+  if (typeof SANDBOX_AGENT_BUNDLED_UI === "string") {
+    const dir = fileURLToPath(new URL(SANDBOX_AGENT_BUNDLED_UI, import.meta.url));
+    return existsSync(path.join(dir, "index.html")) ? dir : undefined;
+  }
   try {
     return path.dirname(fileURLToPath(import.meta.resolve("@sandbox-agent/inspector/ui/index.html")));
   } catch {

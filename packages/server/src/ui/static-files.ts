@@ -18,11 +18,19 @@ const CONTENT_TYPES: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8",
 };
 
-/** The page talks only to this server and runs only its own scripts: no CDN, font or beacon can load. */
+/**
+ * The page talks only to this server and runs only its own scripts: no CDN, font or beacon can load.
+ * `connect-src 'self'` covers the terminal's WebSocket (same host and port, `ws:`/`wss:`).
+ * Inline styles are allowed because xterm.js's DOM renderer needs them: it writes its theme and cell
+ * rules into `<style>` elements and 24-bit colours into `style` attributes; refused, each one is a
+ * CSP violation (a truecolor screen rendered ~5× slower, in the wrong colours). A style cannot run
+ * script or, with the other directives, load anything from elsewhere; agent markdown is sanitized
+ * without styles.
+ */
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
-  "style-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data: blob:",
   "connect-src 'self'",
   "base-uri 'none'",

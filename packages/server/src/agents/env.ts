@@ -1,4 +1,4 @@
-import type { AgentSpec } from "../agents/types.js";
+import type { AgentSpec } from "./types.js";
 
 /**
  * Variables every agent (and every process started through the process API) gets from the

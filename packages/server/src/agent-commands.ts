@@ -1,12 +1,12 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { loadConfigOr } from "../config.js";
-import { describeAgent } from "../control-plane/agents.js";
-import { ProblemError } from "../http/problem.js";
-import { configFileOf, Settings, type UsageError } from "../settings.js";
-import { installAgent, type InstallResult } from "./install.js";
-import { NpmProgress } from "./install-progress.js";
-import { AgentRegistry } from "./registry.js";
+import { loadConfigOr } from "./config.js";
+import { describeAgent } from "./control-plane/agents.js";
+import { ProblemError } from "./http/problem.js";
+import { configFileOf, Settings, type UsageError } from "./settings.js";
+import { installAgent, type InstallResult } from "./agents/install.js";
+import { NpmProgress } from "./agents/install-progress.js";
+import { AgentRegistry } from "./agents/registry.js";
 
 /** Exit codes: 0 installed (or already), 1 install failed, 2 usage error, 3 registry unreachable. */
 const EXIT_UNREACHABLE = 3;

@@ -1,0 +1,193 @@
+/**
+ * Server-sent events: the one module that writes `text/event-stream` bodies (the `/v2/rpc`
+ * connection stream, process logs, install progress) and owns the `/v2/rpc` event id format in
+ * both directions (`<epoch>.<seq>` out, `Last-Event-ID` → cursor in). A connection's stream is
+ * built from the runtime's outbound reader (`streamConnection`); another transport (a WebSocket)
+ * would read the same reader.
+ */
+import type { ServerResponse } from "node:http";
+import { problems } from "../http/problem.js";
+import type { Connection, EventBatch } from "../runtime/connection.js";
+
+export interface SseOptions {
+  /** Interval of `:` keep-alive comments; none when unset. */
+  keepAliveMs?: number;
+  /** The `retry:` hint of the first event; none when unset. */
+  retryMs?: number;
+  /** Called when a full socket buffer drained: the writer may write again. */
+  onDrain?: () => void;
+  /** A reader that leaves the socket full this long is disconnected. */
+  stallMs?: number;
+  /** `cache-control` of the response (default `no-cache, no-transform`). */
+  cacheControl?: string;
+}
+
+/**
+ * One SSE event. `id` and `event` are the server's own tokens; `data` must be one line (agent
+ * lines are split at LF and stripped of bare CRs before they get here, see `connection.ts`).
+ */
+export function sseEvent(data: string, id?: string, event?: string): string {
+  return `${id === undefined ? "" : `id: ${id}\n`}${event === undefined ? "" : `event: ${event}\n`}data: ${data}\n\n`;
+}
+
+/**
+ * An open `text/event-stream` response. Writes are pull-style: `ready` turns false when the
+ * socket buffer is full and back to true on `drain`, and the owner writes only while ready, so a
+ * slow reader slows the producer down instead of growing memory.
+ */
+export class SseResponse {
+  private waiting = false;
+  private ended = false;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private stall: NodeJS.Timeout | undefined;
+  private readonly closeHandlers: Array<() => void> = [];
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly options: SseOptions = {},
+  ) {
+    res.once("close", () => this.finish());
+  }
+
+  get ready(): boolean {
+    return !this.waiting && !this.ended && !this.res.destroyed;
+  }
+
+  /** Sends the headers and a first event: `primingId` (with empty data) and the `retry:` hint. */
+  open(primingId?: string): void {
+    const headers: Record<string, string> = {
+      "content-type": "text/event-stream",
+      "cache-control": this.options.cacheControl ?? "no-cache, no-transform",
+      "x-accel-buffering": "no",
+    };
+    if (this.res.req.httpVersionMajor === 1) headers.connection = "keep-alive";
+    this.res.writeHead(200, headers);
+    this.res.flushHeaders();
+    const { retryMs, keepAliveMs } = this.options;
+    const retry = retryMs === undefined ? "" : `retry: ${retryMs}\n`;
+    if (primingId !== undefined) this.write(`id: ${primingId}\n${retry}data: \n\n`);
+    else if (retry) this.write(`${retry}\n`);
+    if (keepAliveMs !== undefined) {
+      this.keepAlive = setInterval(() => {
+        if (this.ready) this.write(":\n\n");
+      }, keepAliveMs);
+      this.keepAlive.unref();
+    }
+  }
+
+  /** Writes framed events (`sseEvent`). */
+  write(text: string): void {
+    if (this.ended || this.res.writableEnded) return;
+    if (this.res.write(text)) return;
+    this.waiting = true;
+    const { stallMs } = this.options;
+    if (stallMs !== undefined) this.stall = setTimeout(() => this.res.destroy(), stallMs).unref();
+    this.res.once("drain", () => {
+      clearTimeout(this.stall);
+      this.waiting = false;
+      this.options.onDrain?.();
+    });
+  }
+
+  onClose(handler: () => void): void {
+    if (this.ended) handler();
+    else this.closeHandlers.push(handler);
+  }
+
+  /** Ends the body cleanly: the client sees the stream finish. */
+  end(): void {
+    if (this.ended) return;
+    this.res.end();
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.keepAlive);
+    clearTimeout(this.stall);
+    for (const handler of this.closeHandlers.splice(0)) handler();
+  }
+}
+
+// ---- /v2/rpc event ids -------------------------------------------------------------------------
+
+/** Largest amount of event data put into one socket write. */
+const WRITE_BATCH_BYTES = 64 * 1024;
+
+/**
+ * An event's id: the connection's epoch (so that a cursor from another connection is recognised)
+ * and its sequence number.
+ */
+export function eventId(epoch: string, seq: number): string {
+  return `${epoch}.${seq}`;
+}
+
+const EVENT_ID = /^([0-9a-f]{8})\.(\d{1,15})$/;
+
+/**
+ * The cursor a `Last-Event-ID` names on `conn`: `undefined` without one; a 400 problem when it is
+ * malformed, a 410 when it belongs to another connection, was never sent, or is older than what
+ * the connection can still replay.
+ */
+export function cursorOf(conn: Connection, lastEventId: string | undefined): number | undefined {
+  if (lastEventId === undefined) return undefined;
+  const m = EVENT_ID.exec(lastEventId);
+  if (!m) throw problems.badRequest(`Malformed Last-Event-ID ${JSON.stringify(lastEventId)}.`);
+  const seq = Number(m[2]);
+  if (m[1] !== conn.epoch || !conn.canReplayFrom(seq)) {
+    throw problems.gone(
+      "Last-Event-ID is not in this connection's replay log (evicted or foreign); events after it can't be replayed.",
+      { oldestEventId: eventId(conn.epoch, conn.oldestCursor) },
+    );
+  }
+  return seq;
+}
+
+function framed(epoch: string, batch: EventBatch): string {
+  let text = "";
+  let seq = batch.first;
+  for (const data of batch.data) text += `id: ${epoch}.${seq++}\ndata: ${data}\n\n`;
+  return text;
+}
+
+export interface StreamLimits {
+  keepAliveMs: number;
+  retryMs: number;
+}
+
+/**
+ * The connection's SSE stream: a priming event with the cursor's id, then every event after the
+ * cursor as the reader yields it, written while the socket takes it. Ends when the runtime ends
+ * the reader (another reader took over, or the connection ended and everything was read).
+ */
+export function streamConnection(
+  res: ServerResponse,
+  conn: Connection,
+  cursor: number | undefined,
+  limits: StreamLimits,
+): void {
+  const sse = new SseResponse(res, { ...limits, onDrain: () => pump() });
+  const reader = conn.openReader(cursor, { readable: () => pump(), end: () => sse.end() });
+  sse.onClose(() => reader.close());
+  sse.open(eventId(conn.epoch, reader.cursor));
+  function pump(): void {
+    while (sse.ready) {
+      const batch = reader.read(WRITE_BATCH_BYTES);
+      if (batch === undefined) break;
+      sse.write(framed(conn.epoch, batch));
+    }
+    if (sse.ready && reader.finished) sse.end();
+  }
+  pump();
+}
+
+/**
+ * A session-scoped GET (the SDK's `createHttpStream` opens one per session): an idle stream, since
+ * everything travels on the connection stream; it ends with the connection.
+ */
+export function idleStream(res: ServerResponse, conn: Connection, limits: StreamLimits): void {
+  const sse = new SseResponse(res, limits);
+  sse.open();
+  void conn.whenClosed.then(() => sse.end());
+}

@@ -1,0 +1,135 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { startServer, stopChild, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { RawConnection, type RpcMessage } from "./support/rpc.js";
+
+const FLIPPER = fileURLToPath(new URL("./support/flip-symlink.js", import.meta.url));
+/** How long the hostile process swaps, and so how long the agent keeps reading and writing. */
+const FLIP_MS = 6000;
+/** At most this many turns; each asks for ROUND reads and writes. */
+const MAX_TURNS = 200;
+const ROUND = 10;
+const SECRET = "outside the root";
+const SERVE_FS = { _meta: { "sandboxagent.dev": { agent: "mock", serveClientCapabilities: { fs: true } } } };
+
+/** Every file and directory below `dir` with its content (directories as "<dir>"). */
+function snapshot(dir: string, prefix = ""): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const name of readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) {
+      found.set(prefix + name, "<dir>");
+      for (const [k, v] of snapshot(full, `${prefix}${name}/`)) found.set(k, v);
+    } else found.set(prefix + name, readFileSync(full, "utf8"));
+  }
+  return found;
+}
+
+/** The agent's messages of one session, one per command of the mock agent's script. */
+function agentMessages(messages: RpcMessage[], sessionId: string): string[] {
+  return messages
+    .filter((m) => m.method === "session/update" && m.params?.sessionId === sessionId)
+    .map((m) => m.params?.update as { sessionUpdate: string; content?: { type: string; text?: string } })
+    .filter((u) => u.sessionUpdate === "agent_message_chunk" && u.content?.type === "text")
+    .map((u) => u.content!.text!);
+}
+
+/**
+ * The ACP client methods the server answers inside the sandbox (`fs/read_text_file`,
+ * `fs/write_text_file`) against a local process that swaps a directory of the filesystem root for
+ * a symlink to a directory outside it, as fast as it can: like the filesystem API, every read and
+ * write must act inside the root or fail, and nothing outside may be read, created or changed.
+ */
+describe("served fs/* client methods against a hostile process swapping a directory for a symlink", () => {
+  let server: RunningServer;
+  let root: string;
+  let outside: string;
+  let before_: Map<string, string>;
+
+  before(async () => {
+    root = tempDir("client-fs-race-root-");
+    outside = tempDir("client-fs-race-outside-");
+    mkdirSync(path.join(root, "d"));
+    writeFileSync(path.join(root, "d", "file.txt"), "inside");
+    writeFileSync(path.join(outside, "file.txt"), SECRET);
+    writeFileSync(path.join(outside, "only-outside.txt"), SECRET);
+    before_ = snapshot(outside);
+    server = await startServer({ args: ["--workdir", root] });
+  });
+  after(() => server.stop());
+
+  it("never reads or writes outside the root", async () => {
+    const conn = await RawConnection.open(server, "mock", SERVE_FS);
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse, root);
+    // One turn: reads of a file inside and of one that exists only outside, writes of new files
+    // (in d itself and in a new directory below it, so that parents are created).
+    const script = (turn: number): string =>
+      Array.from({ length: ROUND }, (_, i) => {
+        const n = turn * ROUND + i;
+        return [
+          "read d/file.txt",
+          "read d/only-outside.txt",
+          `fs-write d/write-${n}.txt x`,
+          `fs-write d/dir-${n}/new.txt x`,
+        ].join("\n");
+      }).join("\n");
+
+    const flipper = spawn(process.execPath, [FLIPPER, path.join(root, "d"), outside, String(FLIP_MS)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let flips = "";
+    flipper.stdout.setEncoding("utf8").on("data", (d: string) => (flips += d));
+    const exited = new Promise<void>((resolve) => flipper.once("exit", () => resolve()));
+    let running = true;
+    void exited.then(() => (running = false));
+    const started = Date.now();
+    let turns = 0;
+    try {
+      for (; turns < MAX_TURNS && running; turns++) {
+        const answer = await conn.prompt(sse, sessionId, script(turns), 60_000);
+        assert.equal(answer.result?.stopReason, "end_turn", JSON.stringify(answer));
+      }
+    } finally {
+      if (running) await stopChild(flipper);
+    }
+    await exited;
+    sse.close();
+    await conn.delete();
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+
+    const messages = agentMessages(sse.messages(), sessionId);
+    const count = (pattern: RegExp) => messages.filter((m) => pattern.test(m)).length;
+    const outcomes = {
+      "read inside": count(/^read d\/file\.txt: inside$/),
+      "read failed": count(/^read .* failed: /),
+      wrote: count(/^fs-wrote /),
+      "write failed": count(/^fs-write .* failed: /),
+    };
+    const summary = `${messages.length} requests in ${turns} turns, ${seconds} s, against ${flips.trim()} swaps: ${JSON.stringify(outcomes)}`;
+    process.stdout.write(`# ${summary}\n`);
+    // A raw system error (an errno message naming host paths) would be a failure nobody mapped.
+    const leaks = messages.filter(
+      (m) =>
+        m.includes(SECRET) ||
+        m.includes(outside) ||
+        /^read d\/only-outside\.txt: /.test(m) ||
+        / failed: -?\d+ E[A-Z]+: /.test(m),
+    );
+    const after_ = snapshot(outside);
+    const changed = [...new Set([...before_.keys(), ...after_.keys()])].filter(
+      (name) => before_.get(name) !== after_.get(name),
+    );
+    assert.equal(messages.length, turns * ROUND * 4, `one answer per request: ${summary}`);
+    assert.ok(messages.length >= 200, `too few requests to mean anything: ${summary}`);
+    assert.ok(Number(flips) >= 1000, `the hostile process barely ran: ${summary}`);
+    assert.ok(outcomes["read inside"] > 0 && outcomes.wrote > 0, `nothing succeeded: ${summary}`);
+    assert.deepEqual(leaks.slice(0, 5), [], `requests reached outside the root: ${summary}`);
+    assert.deepEqual(changed.slice(0, 10), [], `changed outside the root: ${summary}`);
+    assert.equal(readFileSync(path.join(root, "d", "file.txt"), "utf8"), "inside");
+  });
+});
