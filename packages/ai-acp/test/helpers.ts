@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +20,29 @@ export { mockAgentBin };
 /** Shell command that starts the real mock agent with `flags`. */
 export function mockCommand(...flags: string[]): string {
   return [process.execPath, mockAgentBin, ...flags].map(quote).join(" ");
+}
+
+/**
+ * Shell command of an agent that serves ACP over WebSocket itself on `port` (as `my-agent serve
+ * --bind ...` would): the package's WebSocket bridge in front of the mock agent, run as one
+ * command that prints `ACP_WS_LISTENING <port>` once it listens.
+ */
+export function ownWebSocketServerCommand(port: number, host = "127.0.0.1"): string {
+  const bridge = fileURLToPath(new URL("../src/bin/acp-ws-bridge.js", import.meta.url));
+  const mock = Buffer.from(mockCommand(), "utf8").toString("base64");
+  return [process.execPath, bridge, host, String(port), mock].map(quote).join(" ");
+}
+
+/** A port free on 127.0.0.1 now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 /** The mock behind a proxy that rewrites its advertised capabilities (see capability-proxy.ts). */

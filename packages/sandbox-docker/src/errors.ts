@@ -1,6 +1,12 @@
 /** What went wrong, for callers that branch on it; the message says what to do. */
 export type DockerSandboxErrorCode =
-  "engine-unreachable" | "image-missing" | "no-node" | "server-failed" | "not-found" | "container-gone";
+  | "engine-unreachable"
+  | "image-missing"
+  | "no-node"
+  | "server-failed"
+  | "not-found"
+  | "container-gone"
+  | "port-not-published";
 
 export class DockerSandboxError extends Error {
   override readonly name = "DockerSandboxError";

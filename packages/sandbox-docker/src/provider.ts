@@ -17,6 +17,7 @@ import {
   ensureImage,
   findByKey,
   freeLoopbackPort,
+  publishedPort,
   isHostNetwork,
   readToken,
   startContainer,
@@ -310,6 +311,7 @@ function sandboxInstance(
     stateDir: STATE_DIR,
     env: Object.freeze({ ...request.env }),
     files,
+    channel: { url: "http://127.0.0.1", reach: (port) => publishedPort(container, port) },
     spawn,
     openAcp: server.openAcp,
     importDirectory: async (hostDir, dest) => {
