@@ -4,7 +4,7 @@ import { client, type SessionNotification } from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { startServer, type RunningServer } from "@sandbox-agent/testkit";
 
-describe("interop: the official ACP SDK client over createHttpStream (T-SSE-11)", () => {
+describe("interop: the official ACP SDK client over createHttpStream", () => {
   let server: RunningServer;
 
   before(async () => {

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { startServer, type RunningServer } from "@sandbox-agent/testkit";
 import { RawConnection } from "./support/rpc.js";
 
-describe("security (T-SEC)", () => {
+describe("security", () => {
   let server: RunningServer;
   const token = "s3cret-token-for-tests";
 
@@ -12,11 +12,11 @@ describe("security (T-SEC)", () => {
   });
   after(() => server.stop());
 
-  it("T-SEC-04: binds 127.0.0.1 by default", () => {
+  it("binds 127.0.0.1 by default", () => {
     assert.equal(new URL(server.baseUrl).hostname, "127.0.0.1");
   });
 
-  it("T-SEC-02: missing or wrong bearer token is 401 on POST, GET and DELETE", async () => {
+  it("missing or wrong bearer token is 401 on POST, GET and DELETE", async () => {
     const conn = await RawConnection.open(server);
     for (const authorization of [undefined, "Bearer wrong", "Basic abc", `Bearer ${token}x`]) {
       const headers: Record<string, string> = { "acp-connection-id": conn.id };
@@ -51,7 +51,7 @@ describe("security (T-SEC)", () => {
     }
   });
 
-  it("T-SEC-01: a foreign Origin is 403 on every endpoint", async () => {
+  it("a foreign Origin is 403 on every endpoint", async () => {
     for (const path of ["/v2/rpc", "/v2/health"]) {
       const response = await fetch(`${server.baseUrl}${path}`, {
         headers: server.headers({ origin: "http://evil.example" }),
@@ -78,7 +78,7 @@ describe("security (T-SEC)", () => {
     assert.equal(status, 403);
   });
 
-  it("T-SEC-06: CORS preflight and responses for an allowed origin expose the connection header", async () => {
+  it("CORS preflight and responses for an allowed origin expose the connection header", async () => {
     const preflight = await fetch(`${server.baseUrl}/v2/rpc`, {
       method: "OPTIONS",
       headers: {
