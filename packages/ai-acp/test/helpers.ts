@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,11 +10,11 @@ import {
   type SandboxDefinition,
   type Workspace,
 } from "@sandbox-agent/ai-sandbox";
-import { mockAgentBin } from "@sandbox-agent/testkit";
+import { freePort, mockAgentBin } from "@sandbox-agent/testkit";
 import { chat, type StreamChunk } from "@tanstack/ai";
 import { acpCompatible, type AcpCompatibleConfig } from "../src/index.js";
 
-export { mockAgentBin };
+export { freePort, mockAgentBin };
 
 /** Shell command that starts the real mock agent with `flags`. */
 export function mockCommand(...flags: string[]): string {
@@ -31,18 +30,6 @@ export function ownWebSocketServerCommand(port: number, host = "127.0.0.1"): str
   const bridge = fileURLToPath(new URL("../src/bin/acp-ws-bridge.js", import.meta.url));
   const mock = Buffer.from(mockCommand(), "utf8").toString("base64");
   return [process.execPath, bridge, host, String(port), mock].map(quote).join(" ");
-}
-
-/** A port free on 127.0.0.1 now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** The mock behind a proxy that rewrites its advertised capabilities (see capability-proxy.ts). */

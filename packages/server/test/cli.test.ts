@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { serverBin, startServer, stopChild, tempDir, waitFor } from "@sandbox-agent/testkit";
+import { freePort, serverBin, startServer, stopChild, tempDir, waitFor } from "@sandbox-agent/testkit";
 
 /** The environment of a CLI run: this one without any SANDBOX_AGENT_* setting, plus `env`. */
 function cliEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -25,17 +24,6 @@ function cli(args: string[], env: Record<string, string> = {}) {
 
 /** A stack trace in CLI output: the user gets one line, not this. */
 const STACK = /^\s+at /m;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts `server` with exactly `args` and `env` (no --port added) and resolves with what it printed once listening. */
 async function serve(args: string[], env: Record<string, string>) {
