@@ -198,8 +198,9 @@ describe("chat() through the sandbox-agent provider (real server, real HTTP)", {
       token: TOKEN,
       // The sandbox's owner: clients may set PI_API_KEY for the built-in mock agent.
       config: { agents: { mock: { clientEnv: ["PI_API_KEY"] } } },
+      timeoutMs: 30_000,
     });
-    const strict = await startServer({ token: TOKEN });
+    const strict = await startServer({ token: TOKEN, timeoutMs: 30_000 });
     const agent = acpCompatible({ name: "mock" });
     const remote = (id: string, at: RunningServer) =>
       defineSandbox({
