@@ -1,11 +1,13 @@
 // A second application replica for bench/fleet.mjs: its own store (and fleet) on the shared database.
 import { performance } from "node:perf_hooks";
 import { createFleet, localProcessSandbox } from "@sandbox-agent/ai-sandbox";
+import { dockerSandbox } from "@sandbox-agent/sandbox-docker";
 import { postgresSessionStore } from "@sandbox-agent/session-store-postgres";
 import { serveWorker } from "@sandbox-agent/testkit";
 
 let store;
 let fleet;
+let containers;
 const now = () => performance.timeOrigin + performance.now();
 
 serveWorker({
@@ -28,7 +30,18 @@ serveWorker({
     }
   },
   getOrCreate: async ({ key }) => (await fleet.getOrCreate(key)).outcome,
+  /** A fleet of container sandboxes on the same store (`options`: dockerSandbox's). */
+  openContainers: ({ options }) => {
+    containers = createFleet({ provider: dockerSandbox({ ...options, persistent: true }), store });
+  },
+  createContainer: async ({ key }) => {
+    const { instance, outcome } = await containers.getOrCreate(key);
+    await instance.dispose();
+    return outcome;
+  },
+  stopContainer: ({ key }) => containers.stop(key),
   close: async () => {
+    await containers?.close();
     await fleet?.close();
     await store?.close();
   },

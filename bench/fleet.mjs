@@ -1,15 +1,21 @@
 #!/usr/bin/env node
 // Benchmark of the shared session store on PostgreSQL: events mirrored per second (batched), live
-// fan-out latency from one replica process to another, and reattach time by key; each against a
+// fan-out latency from one replica process to another, and reattach time by key (local sandboxes,
+// and container sandboxes when a container engine and the test image are there); each against a
 // baseline measured in the same run on the same server.
 //   node bench/fleet.mjs [--quick] [--json] [--no-fsync]
 // Default: PostgreSQL's durable settings (every commit waits for the disk). --no-fsync runs without
-// (as the tests do), which shows what the store costs when the disk is not the limit.
+// (as the tests do), which shows what the store costs when the disk is not the limit. Containers:
+// DOCKER_HOST (or the default socket) and `npm run image -w @sandbox-agent/sandbox-docker`.
 import { performance } from "node:perf_hooks";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
+import Docker from "dockerode";
 import { createFleet, localProcessSandbox } from "@sandbox-agent/ai-sandbox";
+import { dockerSandbox } from "@sandbox-agent/sandbox-docker";
+import { SandboxAgentClient } from "sandbox-agent";
+import { startServer } from "./common.mjs";
 import { postgresSessionStore } from "@sandbox-agent/session-store-postgres";
 import { repoRoot, startPostgres, startWorker, tempDir } from "@sandbox-agent/testkit";
 
@@ -21,6 +27,10 @@ const BATCH = 500;
 const WRITERS = 4;
 const LATENCY_SAMPLES = quick ? 500 : 2000;
 const REATTACH_SAMPLES = quick ? 20 : 50;
+const CONTAINER_SAMPLES = quick ? 3 : 8;
+const SDK_EVENTS = quick ? 5_000 : 20_000;
+const SDK_ROUNDS = 3;
+const IMAGE = process.env.SANDBOX_AGENT_TEST_IMAGE ?? "localhost/sandbox-agent-test:latest";
 const log = (...a) => !asJson && console.error(...a);
 const now = () => performance.timeOrigin + performance.now();
 const percentile = (values, p) => {
@@ -76,6 +86,125 @@ async function bareInsert(pool, sessions, total, batch) {
     }),
   );
   return (perSession * sessions.length) / ((performance.now() - started) / 1000);
+}
+
+/**
+ * A streamed turn through the SDK (the mock agent's `chunks N` behind a real server), with the client
+ * bound to the store, which mirrors every event as it streams, against the same turn with no store.
+ * `streamed`: events/s the client received; `mirrored`: events/s until the mirror held them all.
+ */
+async function sdkMirror(store) {
+  const server = await startServer();
+  const turn = async (round, bound) => {
+    const sessionId = `sdk-${round}`;
+    const client = new SandboxAgentClient({
+      baseUrl: server.url,
+      agent: "mock",
+      autoConnect: false,
+      ...(bound ? { store, sessionId, sandboxKey: "bench" } : {}),
+    });
+    await client.connect();
+    const session = await client.newSession({ cwd: "/tmp" });
+    const started = performance.now();
+    await client.prompt({ sessionId: session.sessionId, prompt: `chunks ${SDK_EVENTS}` });
+    const streamedMs = performance.now() - started;
+    // turnStarted, the chunks, turnEnded
+    while (bound && (await store.sessions.get(sessionId)).lastSeq < SDK_EVENTS + 2)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    const mirroredMs = performance.now() - started;
+    await client.disconnect();
+    return { streamed: SDK_EVENTS / (streamedMs / 1000), mirrored: SDK_EVENTS / (mirroredMs / 1000) };
+  };
+  try {
+    const plain = [];
+    const bound = [];
+    for (let round = 0; round < SDK_ROUNDS; round++) {
+      plain.push((await turn(round, false)).streamed);
+      bound.push(await turn(round, true));
+    }
+    return {
+      events: SDK_EVENTS,
+      rounds: SDK_ROUNDS,
+      plainStreamed: percentile(plain, 50),
+      boundStreamed: percentile(
+        bound.map((b) => b.streamed),
+        50,
+      ),
+      mirrored: percentile(
+        bound.map((b) => b.mirrored),
+        50,
+      ),
+    };
+  } finally {
+    server.stop();
+  }
+}
+
+/** Why container sandboxes cannot be measured here, or undefined when they can. */
+async function containersMissing() {
+  const host = process.env.DOCKER_HOST;
+  const docker = new Docker(host?.startsWith("unix://") ? { socketPath: host.slice(7) } : undefined);
+  try {
+    await docker.ping();
+    await docker.getImage(IMAGE).inspect();
+    return undefined;
+  } catch (error) {
+    return `no container engine or no image ${IMAGE} (${error.message})`;
+  }
+}
+
+/**
+ * Container sandboxes created by the other process; this one reattaches by key: while they run
+ * (fleet `getOrCreate`: lease, provider `resume` = inspect, token read through the engine, health
+ * check, record update), and after the other process stopped them (the container starts again).
+ * Baselines: reading the record, and the provider's `resume` alone (no store).
+ */
+async function containerReattach(store, writer) {
+  const options = {
+    image: IMAGE,
+    network: "host",
+    pull: "never",
+    labels: { "dev.sandboxagent.bench": String(process.pid) },
+  };
+  await writer.call("openContainers", { options });
+  const fleet = createFleet({ provider: dockerSandbox({ ...options, persistent: true }), store });
+  const keys = Array.from({ length: CONTAINER_SAMPLES }, (_, i) => `bench-${process.pid}-c${i}`);
+  const timed = async (work) => {
+    const started = performance.now();
+    const result = await work();
+    return [performance.now() - started, result];
+  };
+  const samples = { lookup: [], providerResume: [], running: [], stopped: [] };
+  try {
+    for (const key of keys) {
+      await writer.call("createContainer", { key });
+      samples.lookup.push((await timed(() => store.sandboxes.get(key)))[0]);
+      const [direct, instance] = await timed(() => fleet.provider.resume({ id: key, env: {} }));
+      samples.providerResume.push(direct);
+      await instance.dispose();
+      const [ms, got] = await timed(() => fleet.getOrCreate(key));
+      if (got.outcome !== "resumed") throw new Error(`${key} was ${got.outcome}, expected resumed`);
+      samples.running.push(ms);
+      await got.instance.dispose();
+    }
+    for (const key of keys) {
+      await writer.call("stopContainer", { key });
+      const [ms, got] = await timed(() => fleet.getOrCreate(key));
+      samples.stopped.push(ms);
+      await got.instance.dispose();
+    }
+  } finally {
+    for (const key of keys) await fleet.destroy(key).catch(() => undefined);
+    await fleet.close();
+  }
+  const p = (values) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
+  return {
+    samples: keys.length,
+    lookupP50: percentile(samples.lookup, 50),
+    providerResumeMs: p(samples.providerResume),
+    runningMs: p(samples.running),
+    stoppedMs: p(samples.stopped),
+  };
 }
 
 async function main() {
@@ -157,6 +286,17 @@ async function main() {
       if (outcome !== "resumed") throw new Error(`r${i} was ${outcome}, expected resumed`);
     }
     await fleet.close();
+
+    log(`SDK: a turn of ${SDK_EVENTS} events, with and without a store, ${SDK_ROUNDS} rounds…`);
+    const sdk = await sdkMirror(store);
+
+    const missing = await containersMissing();
+    log(
+      missing
+        ? `reattach (containers): skipped, ${missing}`
+        : `reattach (containers): ${CONTAINER_SAMPLES} sandboxes…`,
+    );
+    const containers = missing ? { skipped: missing } : await containerReattach(store, writer);
     await store.close();
 
     const results = {
@@ -185,9 +325,12 @@ async function main() {
         p99: percentile(reattach, 99),
         lookupP50: percentile(lookup, 50),
       },
+      sdkMirror: sdk,
+      containerReattachMs: containers,
     };
     if (asJson) return console.log(JSON.stringify(results, null, 2));
     const f = (n, d = 2) => n.toFixed(d);
+    const signed = (n) => (n < 0 ? `−${f(-n)}` : `+${f(n)}`);
     const expected = MIRROR_EVENTS + MIRROR_EVENTS / 4 + MIRROR_EVENTS / 20;
     console.log(`
 | metric | baseline | session store | ratio / overhead | target |
@@ -196,10 +339,18 @@ async function main() {
 | events mirrored/s (1 session, batches of ${BATCH}) | | ${f(single, 0)} | | |
 | events mirrored/s (1 session, batches of 10) | | ${f(small, 0)} | | |
 | events stored / expected | | ${stored} / ${expected} | | equal |
-| fan-out replica → replica p50 (ms) | ${f(results.fanOutMs.rawNotify.p50)} (raw NOTIFY) | ${f(results.fanOutMs.p50)} | +${f(results.fanOutMs.p50 - results.fanOutMs.rawNotify.p50)} ms | ≤ 5 ms |
-| fan-out replica → replica p99 (ms) | ${f(results.fanOutMs.rawNotify.p99)} (raw NOTIFY) | ${f(results.fanOutMs.p99)} | +${f(results.fanOutMs.p99 - results.fanOutMs.rawNotify.p99)} ms | |
+| SDK turn of ${sdk.events} events, streamed/s by the client | ${f(sdk.plainStreamed, 0)} (no store) | ${f(sdk.boundStreamed, 0)} (mirroring) | ${f((sdk.boundStreamed / sdk.plainStreamed) * 100, 1)} % | |
+| SDK turn, events mirrored/s (until the store holds them all) | | ${f(sdk.mirrored, 0)} | | keeps pace |
+| fan-out replica → replica p50 (ms) | ${f(results.fanOutMs.rawNotify.p50)} (raw NOTIFY) | ${f(results.fanOutMs.p50)} | ${signed(results.fanOutMs.p50 - results.fanOutMs.rawNotify.p50)} ms | ≤ 5 ms |
+| fan-out replica → replica p99 (ms) | ${f(results.fanOutMs.rawNotify.p99)} (raw NOTIFY) | ${f(results.fanOutMs.p99)} | ${signed(results.fanOutMs.p99 - results.fanOutMs.rawNotify.p99)} ms | |
 | fan-out delivered in order, once | | ${inOrder && latencies.length === LATENCY_SAMPLES ? "yes" : "NO"} (${latencies.length}) | | yes |
 | reattach by key from another replica p50 / p99 (ms) | ${f(results.reattachMs.lookupP50)} (record lookup) | ${f(results.reattachMs.p50)} / ${f(results.reattachMs.p99)} | | |
+${
+  containers.skipped
+    ? `| reattach to container sandboxes | skipped: ${containers.skipped} | | | |`
+    : `| reattach by key, running container p50 / p99 (ms, ${containers.samples}) | ${f(containers.lookupP50)} (record lookup) · ${f(containers.providerResumeMs.p50)} (provider resume alone) | ${f(containers.runningMs.p50)} / ${f(containers.runningMs.p99)} | ${signed(containers.runningMs.p50 - containers.providerResumeMs.p50)} ms for the fleet | |
+| reattach by key, stopped container (started again) p50 / p99 (ms) | | ${f(containers.stoppedMs.p50)} / ${f(containers.stoppedMs.p99)} | | |`
+}
 `);
   } finally {
     await writer.call("close").catch(() => undefined);

@@ -24,7 +24,7 @@ import type { ForkSessionRequest, ForkSessionResponse } from "@agentclientprotoc
 import { AcpRpcError } from "./errors.js";
 import { callSafely } from "./listeners.js";
 import { isRequest, paramsSessionId } from "./messages.js";
-import type { AcpEnvelope, AcpHttpStreamOptions } from "./options.js";
+import type { AcpAttachTarget, AcpEnvelope, AcpHttpStreamOptions } from "./options.js";
 import { createAcpHttpStream, type AcpCloseReason, type AcpHttpStream } from "./stream.js";
 
 export interface AcpHttpClientOptions extends Omit<AcpHttpStreamOptions, "onEnvelope"> {
@@ -136,6 +136,14 @@ export class AcpHttpClient {
     return () => set.delete(listener);
   }
 
+  /**
+   * Instead of `initialize`: continues a connection another client opened, its events after
+   * `target.lastEventId` (see `AcpHttpStream.attach`). `initializeResult` stays undefined.
+   */
+  attach(target: AcpAttachTarget): Promise<void> {
+    return this.stream.attach(target);
+  }
+
   async initialize(params: InitializeRequest, options?: SendRequestOptions): Promise<InitializeResponse> {
     const result = await this.request(methods.agent.initialize, params, options);
     this.initializeResultValue = result;
@@ -220,6 +228,12 @@ export class AcpHttpClient {
   /** Ends the connection (DELETE) and rejects whatever is still pending. */
   async close(): Promise<void> {
     await this.stream.close();
+    this.connection.close();
+  }
+
+  /** Stops following the connection without ending it: another client may `attach` to it. */
+  async detach(): Promise<void> {
+    await this.stream.detach();
     this.connection.close();
   }
 

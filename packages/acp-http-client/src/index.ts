@@ -5,7 +5,7 @@ export {
   type AgentRequestHandler,
   type AgentRequestContext,
 } from "./client.js";
-export type { AcpHttpStreamOptions, AcpEnvelope, ReconnectOptions } from "./options.js";
+export type { AcpAttachTarget, AcpHttpStreamOptions, AcpEnvelope, ReconnectOptions } from "./options.js";
 /** The SSE body reader the transport uses, for other streams of the same server (e.g. process logs). */
 export { sseItems, type SseItem } from "./sse.js";
 export {

@@ -1,4 +1,4 @@
-import type { AnyMessage, AnyRequest, AnyResponse } from "@agentclientprotocol/sdk";
+import type { AnyMessage, AnyNotification, AnyRequest, AnyResponse } from "@agentclientprotocol/sdk";
 
 export type JsonRpcId = AnyRequest["id"];
 
@@ -8,6 +8,10 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 
 export function isRequest(message: AnyMessage): message is AnyRequest {
   return "method" in message && "id" in message && message.id !== undefined;
+}
+
+export function isNotification(message: AnyMessage): message is AnyNotification {
+  return "method" in message && !isRequest(message);
 }
 
 export function isResponse(message: AnyMessage): message is AnyResponse {

@@ -17,6 +17,22 @@ export interface AcpEnvelope {
   message: AnyMessage;
   /** SSE event id the message arrived with, if any. */
   eventId?: string;
+  /**
+   * An inbound response this client is not waiting for: the answer to a request another client
+   * sent on the same connection (one that attached before this one, see `attach`), or a late
+   * answer to a request this client stopped waiting for. Observers see it; the client app does not.
+   */
+  unmatched?: true;
+}
+
+/** An existing connection to continue (see `AcpHttpStream.attach`). */
+export interface AcpAttachTarget {
+  /** The server's connection id (`Acp-Connection-Id` of its `initialize` answer). */
+  connectionId: string;
+  /** The protocol version negotiated by that connection's `initialize`. */
+  protocolVersion: number;
+  /** Resume the event stream after this SSE event id (`Last-Event-ID`); without it, only new events. */
+  lastEventId?: string | null;
 }
 
 export interface AcpHttpStreamOptions {
@@ -51,6 +67,11 @@ export interface AcpHttpStreamOptions {
   protocolVersions?: readonly number[];
   /** Sees every message sent and received, before the SDK does. */
   onEnvelope?: (envelope: AcpEnvelope) => void;
+  /**
+   * Called with the id of every event of the connection stream, in order, after its message (if
+   * any) was delivered, priming events included: the `Last-Event-ID` to resume from elsewhere.
+   */
+  onEventId?: (eventId: string) => void;
 }
 
 export interface ResolvedOptions {
@@ -64,6 +85,7 @@ export interface ResolvedOptions {
   sessionStreams: boolean;
   protocolVersions: readonly number[];
   onEnvelope: ((envelope: AcpEnvelope) => void) | undefined;
+  onEventId: ((eventId: string) => void) | undefined;
 }
 
 export function resolveOptions(options: AcpHttpStreamOptions): ResolvedOptions {
@@ -92,5 +114,6 @@ export function resolveOptions(options: AcpHttpStreamOptions): ResolvedOptions {
     sessionStreams: options.sessionStreams ?? true,
     protocolVersions: options.protocolVersions ?? [PROTOCOL_VERSION],
     onEnvelope: options.onEnvelope,
+    onEventId: options.onEventId,
   };
 }

@@ -3,15 +3,18 @@ import type { EventSourceMessage } from "eventsource-parser";
 import { AcpConnectionLostError, AcpHttpError, httpErrorFrom } from "./errors.js";
 import {
   idKey,
+  isNotification,
   isRecord,
   isRequest,
   isResponse,
   parseMessage,
   paramsSessionId,
   resultSessionId,
+  type JsonRpcId,
 } from "./messages.js";
 import {
   resolveOptions,
+  type AcpAttachTarget,
   type AcpEnvelope,
   type AcpHttpStreamOptions,
   type ResolvedOptions,
@@ -34,11 +37,22 @@ export interface AcpHttpStream extends Stream {
   readonly error: Error | undefined;
   /** Ends the stream and sends DELETE. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Instead of `initialize`: continues a connection another client opened (one that crashed, or
+   * handed it over with `detach`), reading its events after `target.lastEventId`; resolves once the
+   * event stream is open. This client's request ids then carry a prefix of their own, so they never
+   * collide with the earlier client's, which may still be in flight. Fails with
+   * `AcpConnectionLostError` when the server no longer has the connection (404, 410).
+   */
+  attach(target: AcpAttachTarget): Promise<void>;
+  /** Ends the stream but not the connection: the server keeps it, and its agent, for `attach`. */
+  detach(): Promise<void>;
 }
 
 const CONNECTION_HEADER = "Acp-Connection-Id";
 /** The same id under the name of the sandbox-agent HTTP contract; servers may know only one of the two. */
 const X_CONNECTION_HEADER = "x-acp-connection-id";
+const CANCEL_REQUEST_METHOD = "$/cancel_request";
 const SESSION_HEADER = "Acp-Session-Id";
 /** Statuses after which the connection id is unusable: auth lost, or the connection is gone. */
 const FATAL_STATUSES = new Set([401, 403, 404, 410]);
@@ -92,6 +106,10 @@ class HttpTransport {
   private readonly sessionStreams = new Map<string, Promise<void>>();
   /** Agent requests that arrived on a session stream: our answer must name that session. */
   private readonly inboundRequestSessions = new Map<string, string>();
+  /** Set by `attach`: this client's request ids on the wire are `<prefix><idKey(id)>`. */
+  private idPrefix: string | undefined;
+  /** Wire id key → the id the client app gave the request, for requests sent under `idPrefix`. */
+  private readonly appIds = new Map<string, JsonRpcId>();
 
   constructor(input: AcpHttpStreamOptions) {
     this.options = resolveOptions(input);
@@ -107,7 +125,14 @@ class HttpTransport {
     });
     // Live views of the transport state, without exposing the transport itself.
     this.stream = Object.defineProperties(
-      { readable, writable, closed, close: () => this.close() },
+      {
+        readable,
+        writable,
+        closed,
+        close: () => this.close(),
+        attach: (target: AcpAttachTarget) => this.attach(target),
+        detach: () => this.close(true),
+      },
       {
         connectionId: { get: () => this.connectionId, enumerable: true },
         protocolVersion: { get: () => this.protocolVersion, enumerable: true },
@@ -123,7 +148,56 @@ class HttpTransport {
     if (this.isClosed) throw new Error("acp-http-client: stream is closed");
     this.observe({ direction: "outbound", message });
     if (this.connectionId === undefined) await this.initialize(message);
-    else await this.post(message, this.connectionId);
+    else await this.post(this.toWire(message), this.connectionId);
+  }
+
+  // ---- attach ------------------------------------------------------------
+
+  private async attach(target: AcpAttachTarget): Promise<void> {
+    if (this.isClosed) throw new Error("acp-http-client: stream is closed");
+    if (this.connectionId !== undefined) throw new Error("acp-http-client: the stream is connected already");
+    if (!this.options.protocolVersions.includes(target.protocolVersion)) {
+      throw new TypeError(
+        `acp-http-client: cannot attach to protocol version ${target.protocolVersion}; ` +
+          `client supports ${this.options.protocolVersions.join(", ")}`,
+      );
+    }
+    this.connectionId = target.connectionId;
+    this.protocolVersion = target.protocolVersion;
+    this.idPrefix = `${globalThis.crypto.randomUUID().slice(0, 8)}.`;
+    const opened = new Promise<undefined>(
+      (resolve) => void this.runSse(undefined, () => resolve(undefined), target.lastEventId ?? undefined),
+    );
+    const ended = await Promise.race([opened, this.stream.closed]);
+    if (ended !== undefined) {
+      throw ended.kind === "error" ? ended.error : new Error("acp-http-client: closed while attaching");
+    }
+  }
+
+  /** After `attach`: this client's request ids (and the ids its `$/cancel_request`s name) get the prefix. */
+  private toWire(message: AnyMessage): AnyMessage {
+    const prefix = this.idPrefix;
+    if (prefix === undefined) return message;
+    if (isRequest(message)) {
+      const id = `${prefix}${idKey(message.id)}`;
+      this.appIds.set(idKey(id), message.id);
+      return { ...message, id };
+    }
+    if (isNotification(message) && message.method === CANCEL_REQUEST_METHOD && isRecord(message.params)) {
+      const requestId = message.params.requestId as JsonRpcId;
+      return { ...message, params: { ...message.params, requestId: `${prefix}${idKey(requestId)}` } };
+    }
+    return message;
+  }
+
+  /** A response to one of this client's prefixed requests, with the id its client app gave it. */
+  private fromWire(message: AnyMessage): AnyMessage {
+    if (this.idPrefix === undefined || !isResponse(message)) return message;
+    const key = idKey(message.id);
+    const appId = this.appIds.get(key);
+    if (appId === undefined) return message;
+    this.appIds.delete(key);
+    return { ...message, id: appId };
   }
 
   // ---- initialize --------------------------------------------------------
@@ -227,9 +301,16 @@ class HttpTransport {
     return ready;
   }
 
-  /** Keeps one SSE GET alive (reconnecting) until the stream closes or the connection is lost. */
-  private async runSse(sessionId: string | undefined, onOpen?: () => void): Promise<void> {
-    const cursor: SseCursor = { lastEventId: undefined, retryMs: undefined };
+  /**
+   * Keeps one SSE GET alive (reconnecting) until the stream closes or the connection is lost.
+   * `onOpen`: once the first GET is answered 200 (for a session stream, also when it is refused).
+   */
+  private async runSse(
+    sessionId: string | undefined,
+    onOpen?: () => void,
+    lastEventId?: string,
+  ): Promise<void> {
+    const cursor: SseCursor = { lastEventId, retryMs: undefined };
     let failures = 0;
     let previous: SseOutcome | undefined;
     while (!this.isClosed) {
@@ -238,7 +319,7 @@ class HttpTransport {
         outcome = await this.readSseOnce(sessionId, cursor, onOpen);
       } catch (error) {
         // Session messages must not wait forever on a stream the server refuses.
-        onOpen?.();
+        if (sessionId !== undefined) onOpen?.();
         if (this.isClosed) return;
         if (error instanceof AcpHttpError && FATAL_STATUSES.has(error.status)) {
           this.fail(connectionError(error));
@@ -310,18 +391,32 @@ class HttpTransport {
     if (this.isClosed) return false;
     const eventId = event.id === "" ? undefined : event.id;
     if (eventId !== undefined) cursor.lastEventId = eventId;
+    const delivered = this.onSseData(event.data, eventId, sessionId);
+    if (eventId !== undefined && sessionId === undefined && !this.isClosed && this.options.onEventId)
+      callSafely(this.options.onEventId, eventId);
+    return delivered;
+  }
+
+  private onSseData(data: string, eventId: string | undefined, sessionId: string | undefined): boolean {
     // Priming and keep-alive events carry no message. Their ids only move the
     // cursor: a priming id may name a message still in flight on another stream.
-    if (event.data.trim() === "") return false;
+    if (data.trim() === "") return false;
     if (eventId !== undefined && !this.rememberEventId(eventId)) return false;
-    const message = parseMessage(event.data);
+    const message = parseMessage(data);
     if (!message) {
-      this.fail(
-        new Error(`acp-http-client: SSE event is not a JSON-RPC message: ${event.data.slice(0, 200)}`),
-      );
+      this.fail(new Error(`acp-http-client: SSE event is not a JSON-RPC message: ${data.slice(0, 200)}`));
       return false;
     }
-    if (isResponse(message) && !this.pending.delete(idKey(message.id))) return false; // already settled
+    if (isResponse(message) && !this.pending.delete(idKey(message.id))) {
+      // Another client's request on this connection, or one this client stopped waiting for.
+      this.observe({
+        direction: "inbound",
+        message,
+        ...(eventId !== undefined ? { eventId } : {}),
+        unmatched: true,
+      });
+      return true;
+    }
     if (sessionId !== undefined && isRequest(message))
       this.inboundRequestSessions.set(idKey(message.id), sessionId);
     this.deliver(message, eventId);
@@ -343,8 +438,9 @@ class HttpTransport {
     if (this.options.onEnvelope) callSafely(this.options.onEnvelope, envelope);
   }
 
-  private deliver(message: AnyMessage, eventId: string | undefined): void {
+  private deliver(wireMessage: AnyMessage, eventId: string | undefined): void {
     if (this.isClosed) return;
+    const message = this.fromWire(wireMessage);
     this.observe(
       eventId === undefined ? { direction: "inbound", message } : { direction: "inbound", message, eventId },
     );
@@ -383,14 +479,14 @@ class HttpTransport {
     await response?.body?.cancel().catch(() => undefined);
   }
 
-  private close(): Promise<void> {
+  /** `keepConnection`: end only this stream (detach), not the server's connection. */
+  private close(keepConnection = false): Promise<void> {
     if (this.closing) return this.closing;
     const wasOpen = !this.isClosed;
     this.shutdown();
     const connectionId = this.connectionId;
-    this.closing = (
-      wasOpen && connectionId !== undefined ? this.deleteConnection(connectionId) : Promise.resolve()
-    ).then(() => {
+    const end = wasOpen && connectionId !== undefined && !keepConnection;
+    this.closing = (end ? this.deleteConnection(connectionId) : Promise.resolve()).then(() => {
       try {
         this.controller.close();
       } catch {

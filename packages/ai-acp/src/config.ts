@@ -6,6 +6,7 @@ import type {
 } from "@agentclientprotocol/sdk";
 import type { JSONSchema, ModelMessage } from "@tanstack/ai";
 import type { SandboxInstance } from "@sandbox-agent/ai-sandbox";
+import type { SessionStore } from "@sandbox-agent/session-store";
 
 /** `'api-key'` calls ACP `authenticate` with `authMethodId`; `'host'` skips it (the CLI's own login is used). */
 export type AuthMode = "api-key" | "host";
@@ -130,6 +131,12 @@ export interface AcpCompatibleConfig<
   turnTimeoutMs?: number;
   /** Keep the agent process of a thread alive between turns for this long. Default 5 min; 0 = cold start per call. */
   keepWarmMs?: number;
+  /**
+   * A store shared by the application's replicas (`@sandbox-agent/session-store`): each thread's
+   * agent session is recorded there (record id = thread id), and a replica that starts a thread
+   * cold reopens the recorded session instead of starting a new one.
+   */
+  store?: SessionStore;
 }
 
 export const DEFAULTS = {

@@ -72,6 +72,7 @@ export class HarnessRunner {
       const ctx: RunContext<TOptions> = { ids, options, sandbox, signal: signalOf(options) };
       const acquired = await acquireSession(this.config, this.pool, {
         key: [this.config.name, sandbox.id, ids.threadId, model].join("\u0000"),
+        threadId: ids.threadId,
         model,
         sandbox,
         modelOptions: options.modelOptions,

@@ -10,11 +10,14 @@ import {
 } from "./config.js";
 import { AcpHarnessError, errorMessage } from "./errors.js";
 import { McpToolBridge, type BridgeTool } from "./mcp-bridge.js";
+import { recordSession, storedSession, type ThreadSession } from "./session-records.js";
 import type { SessionPool, WarmSession } from "./session-pool.js";
 import { stdioTransport } from "./transports/stdio.js";
 
 export interface SessionRequest<TOptions extends object> {
   key: string;
+  /** The chat thread (the session's record id with a `store`). */
+  threadId: string;
   model: string;
   sandbox: SandboxInstance;
   modelOptions: AcpModelOptions<TOptions> | undefined;
@@ -55,6 +58,13 @@ async function coldStart<TOptions extends object>(
 ): Promise<AcquiredSession> {
   const { sandbox, modelOptions } = request;
   const cwd = modelOptions?.cwd ?? config.cwd ?? sandbox.workdir;
+  const thread: ThreadSession | undefined = config.store && {
+    store: config.store,
+    threadId: request.threadId,
+    harness: config.name,
+    sandboxKey: sandbox.id,
+  };
+  const sessionId = modelOptions?.sessionId ?? (thread && (await storedSession(thread)));
   const warnings = await placeSkills(sandbox, { skillsDir: config.skillsDir });
   const link = await AgentLink.open({
     name: config.name,
@@ -72,13 +82,9 @@ async function coldStart<TOptions extends object>(
       ...(bridge ? [bridge.serverEntry(link.init.agentCapabilities?.mcpCapabilities?.http === true)] : []),
       ...supportedServers(sandbox.workspace.mcpServers, link.init),
     ];
-    const opened = await openSession(link, {
-      cwd,
-      mcpServers,
-      sessionId: modelOptions?.sessionId,
-      name: config.name,
-    });
+    const opened = await openSession(link, { cwd, mcpServers, sessionId, name: config.name });
     warnings.push(...opened.warnings);
+    if (thread) await recordSession(thread, opened.sessionId, request.model);
     const session: WarmSession = {
       key: request.key,
       link,

@@ -61,6 +61,8 @@ export interface ReapResult {
 export interface Fleet {
   readonly store: SessionStore;
   readonly owner: string;
+  /** The provider whose sandboxes this fleet operates. */
+  readonly provider: PersistentSandboxProvider;
   /**
    * The sandbox of `key`, from any replica: reattached when it runs, resumed when stopped, created when
    * new (waiting in line when `maxLive` sandboxes are live). Of replicas asking at once, one creates it
@@ -136,7 +138,7 @@ export function createFleet(options: FleetOptions): Fleet {
 class FleetImpl implements Fleet {
   readonly store: SessionStore;
   readonly owner: string;
-  readonly #provider: PersistentSandboxProvider;
+  readonly provider: PersistentSandboxProvider;
   readonly #ownsStore: boolean;
   readonly #maxLive: number;
   readonly #waitMs: number;
@@ -149,7 +151,7 @@ class FleetImpl implements Fleet {
   #operations = 0;
 
   constructor(options: FleetOptions) {
-    this.#provider = options.provider;
+    this.provider = options.provider;
     this.#ownsStore = options.store === undefined;
     this.store = options.store ?? memorySessionStore();
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
@@ -200,7 +202,7 @@ class FleetImpl implements Fleet {
     if (this.#idle) {
       const { ttlMs, action = "stop" } = this.#idle;
       const idle = await this.store.sandboxes.list({
-        provider: this.#provider.name,
+        provider: this.provider.name,
         status: ["running"],
         idleForMs: ttlMs,
       });
@@ -217,7 +219,7 @@ class FleetImpl implements Fleet {
       }
     }
     const abandoned = await this.store.sandboxes.list({
-      provider: this.#provider.name,
+      provider: this.provider.name,
       status: ["pending", "starting", "stopping"],
       leaseExpired: true,
     });
@@ -260,18 +262,18 @@ class FleetImpl implements Fleet {
     if (status === "starting" || status === "stopping")
       status = (await this.#recover(op, record, false)).status;
     if (status === "running") {
-      const instance = await this.#provider.resume(request);
+      const instance = await this.provider.resume(request);
       if (instance) return this.#up(op, instance, "resumed");
       // It vanished behind our back; its slot is still counted as ours, so recreate it in place.
       await this.store.sandboxes.update(op.key, op.owner, { status: "starting" });
-      return this.#up(op, await this.#provider.create(request), "created", options.metadata);
+      return this.#up(op, await this.provider.create(request), "created", options.metadata);
     }
     await this.#admit(op, options.signal);
     // Even for a new record: a sandbox left by a store that forgot it (an in-memory store before a
     // restart) is adopted rather than refused.
-    const resumed = await this.#provider.resume(request);
+    const resumed = await this.provider.resume(request);
     if (resumed) return this.#up(op, resumed, "resumed");
-    return this.#up(op, await this.#provider.create(request), "created", options.metadata);
+    return this.#up(op, await this.provider.create(request), "created", options.metadata);
   }
 
   async #up(
@@ -305,7 +307,7 @@ class FleetImpl implements Fleet {
       return;
     }
     // Half-created or half-resumed: stopped is certain after a stop, and frees the slot.
-    if (current.status === "starting") await this.#provider.stop(op.key).catch(() => undefined);
+    if (current.status === "starting") await this.provider.stop(op.key).catch(() => undefined);
     const patch: SandboxPatch = current.status === "starting" ? { status: "stopped" } : {};
     await this.store.sandboxes.release(op.key, op.owner, patch).catch(() => undefined);
   }
@@ -327,10 +329,10 @@ class FleetImpl implements Fleet {
     await this.store.sandboxes.update(op.key, op.owner, { status: "stopping" });
     try {
       if (action === "destroy") {
-        await this.#provider.destroy(op.key);
+        await this.provider.destroy(op.key);
         await this.store.sandboxes.remove(op.key, op.owner);
       } else {
-        await this.#provider.stop(op.key);
+        await this.provider.stop(op.key);
         await this.store.sandboxes.release(op.key, op.owner, { status: "stopped" });
       }
       return true;
@@ -350,7 +352,7 @@ class FleetImpl implements Fleet {
       if (release) await this.store.sandboxes.remove(op.key, op.owner);
       return record;
     }
-    await this.#provider.stop(op.key);
+    await this.provider.stop(op.key);
     return release
       ? this.store.sandboxes.release(op.key, op.owner, { status: "stopped" })
       : this.store.sandboxes.update(op.key, op.owner, { status: "stopped" });
@@ -364,7 +366,7 @@ class FleetImpl implements Fleet {
     signal: AbortSignal | undefined,
     create = true,
   ): Promise<SandboxRecord | undefined> {
-    const provider = this.#provider.name;
+    const provider = this.provider.name;
     for (let attempt = 0; ; attempt++) {
       const record = await this.store.sandboxes.acquire(op.key, {
         owner: op.owner,
@@ -388,7 +390,7 @@ class FleetImpl implements Fleet {
 
   /** Waits in the provider's line until the leased key is admitted: it is then `starting`, holding a slot. */
   async #admit(op: Operation, signal: AbortSignal | undefined): Promise<void> {
-    const provider = this.#provider.name;
+    const provider = this.provider.name;
     if (this.#maxLive === Infinity) {
       await this.store.sandboxes.update(op.key, op.owner, { status: "starting" });
       return;

@@ -102,17 +102,23 @@ describe("the packed packages, installed into an empty project", { timeout: 8 * 
   it("packs every public package, internal dependencies pointing at sibling tarballs", () => {
     assert.deepEqual(packed.map((p) => p.name).sort(), [...PUBLIC].sort());
     assert.deepEqual(packed.find((p) => p.name === "sandbox-agent")?.internalDependencies, [
+      "@sandbox-agent/session-store",
       "acp-http-client",
     ]);
   });
 
   it("installs one tarball alone: its internal dependencies come from the sibling tarballs", async () => {
-    // ai-acp → ai-sandbox → sandbox-agent → acp-http-client: the longest internal chain.
+    // ai-acp → ai-sandbox → sandbox-agent → acp-http-client (and session-store): the longest internal chain.
     await npm("install ai-acp", ["install", tarball("@sandbox-agent/ai-acp")]);
     const lock = JSON.parse(await readFile(path.join(app, "package-lock.json"), "utf8")) as {
       packages: Record<string, { resolved?: string }>;
     };
-    for (const name of ["@sandbox-agent/ai-sandbox", "sandbox-agent", "acp-http-client"]) {
+    for (const name of [
+      "@sandbox-agent/ai-sandbox",
+      "sandbox-agent",
+      "acp-http-client",
+      "@sandbox-agent/session-store",
+    ]) {
       const resolved = lock.packages[`node_modules/${name}`]?.resolved ?? "";
       assert.match(resolved, /^file:.*\.tgz$/, `${name} came from a tarball, not the registry: ${resolved}`);
     }

@@ -4,7 +4,9 @@
  * condition, so a browser bundle never sees `SandboxAgent.start()` and the Node modules it spawns
  * a server with.
  */
-export { SandboxAgentClient, type SandboxAgentClientOptions } from "./client.js";
+export { SandboxAgentClient, type ReattachOptions, type SandboxAgentClientOptions } from "./client.js";
+/** Following a session another replica drives, through the shared store. */
+export { followSession, type MirroredEvent } from "./follow.js";
 export {
   SandboxAgentHttpError,
   NotConnectedError,
@@ -20,7 +22,9 @@ export type {
   EventStreamOptions,
   SessionUpdateEvent,
   PermissionRequestEvent,
+  TurnStartedEvent,
   TurnEndedEvent,
+  TurnFailedEvent,
   SessionEndedEvent,
   ParseErrorEvent,
   NotificationEvent,

@@ -1,5 +1,7 @@
 import type * as proto from "@agentclientprotocol/sdk";
+import type { SessionStore } from "@sandbox-agent/session-store";
 import type { AcpEnvelope, AcpHttpClient } from "acp-http-client";
+import { BoundSession } from "./bound-session.js";
 import {
   ControlPlane,
   type AgentDescription,
@@ -70,6 +72,34 @@ export interface SandboxAgentClientOptions {
    * with the SSE event id it arrived with (inspectors, debugging, logs).
    */
   onEnvelope?: (envelope: AcpEnvelope) => void;
+  /**
+   * A shared store (`@sandbox-agent/session-store`) this client records its session in, so that any
+   * replica of the application can find the session, follow its events (`followSession`) and take
+   * its connection over (`SandboxAgentClient.reattach`). Needs `sessionId`.
+   */
+  store?: SessionStore;
+  /**
+   * With `store`: the session's id there (your chat's id; not the agent's session id, which is
+   * `agentSessionId`). `connect()` takes over the connection it records, or opens one and records it.
+   */
+  sessionId?: string;
+  /** With `store`, for a session not recorded yet: the key of the sandbox it runs in. */
+  sandboxKey?: string;
+  /** Errors of the background work for `store` (writing the mirror); default `console.warn`. */
+  onStoreError?: (error: Error) => void;
+}
+
+/** What `SandboxAgentClient.reattach` needs: the server address and agent come from the store. */
+export interface ReattachOptions extends Omit<
+  SandboxAgentClientOptions,
+  "baseUrl" | "agent" | "autoConnect" | "store" | "sessionId"
+> {
+  store: SessionStore;
+  sessionId: string;
+  /** Default: the endpoint recorded for the session's sandbox. */
+  baseUrl?: string;
+  /** Default: the agent recorded for the session. */
+  agent?: string;
 }
 
 const METHOD_NOT_FOUND = -32601;
@@ -99,10 +129,49 @@ export class SandboxAgentClient {
   private lastConnectError: unknown;
   /** Known config options per session, so `setSessionModel` can fall back to the model option. */
   private readonly configOptions = new Map<string, SessionConfigOption[]>();
+  private readonly bound: BoundSession | undefined;
+
+  /**
+   * A connected client for a session recorded in `store` by any replica: the server address
+   * (the endpoint recorded for its sandbox) and the agent come from the store, and the recorded
+   * connection is taken over where the mirror stops (see `connect()`).
+   */
+  static async reattach(options: ReattachOptions): Promise<SandboxAgentClient> {
+    const { store, sessionId } = options;
+    const record = await store.sessions.get(sessionId);
+    if (!record) throw new TypeError(`SandboxAgentClient.reattach: no session "${sessionId}" in the store`);
+    const baseUrl = options.baseUrl ?? (await store.sandboxes.get(record.sandboxKey))?.endpoint;
+    if (!baseUrl) {
+      throw new TypeError(
+        `SandboxAgentClient.reattach: sandbox "${record.sandboxKey}" of session "${sessionId}" has no ` +
+          "recorded endpoint: resume it (fleet.getOrCreate) or pass baseUrl",
+      );
+    }
+    const client = new SandboxAgentClient({
+      ...options,
+      baseUrl,
+      agent: options.agent ?? record.agent,
+      sandboxKey: record.sandboxKey,
+      autoConnect: false,
+    });
+    await client.connect();
+    return client;
+  }
 
   constructor(options: SandboxAgentClientOptions) {
     if (!options.agent) throw new TypeError("SandboxAgentClient: `agent` is required");
+    if ((options.store === undefined) !== (options.sessionId === undefined))
+      throw new TypeError("SandboxAgentClient: `store` and `sessionId` go together");
     this.options = options;
+    if (options.store && options.sessionId !== undefined) {
+      this.bound = new BoundSession({
+        store: options.store,
+        sessionId: options.sessionId,
+        sandboxKey: options.sandboxKey,
+        agent: options.agent,
+        onError: options.onStoreError ?? ((error) => console.warn(`sandbox-agent: ${error.message}`)),
+      });
+    }
     this.http = new HttpTransport(options);
     this.baseUrl = this.http.baseUrl;
     this.agent = options.agent;
@@ -126,9 +195,18 @@ export class SandboxAgentClient {
     return this.connection !== undefined;
   }
 
-  /** What the connected agent supports; undefined when not connected. */
+  /**
+   * What the connected agent supports; undefined when not connected, or when this client took over
+   * a connection another client initialized.
+   */
   get agentInfo(): AgentInfo | undefined {
-    return this.connection ? agentInfo(this.connection.initializeResult) : undefined;
+    const init = this.connection?.initializeResult;
+    return init ? agentInfo(init) : undefined;
+  }
+
+  /** With a store: the agent session recorded for this client's session (null until there is one). */
+  get agentSessionId(): string | null {
+    return this.bound?.agentSessionId ?? null;
   }
 
   /** Opens the agent connection. Throws `AlreadyConnectedError` if one is open or opening. */
@@ -147,13 +225,31 @@ export class SandboxAgentClient {
     return attempt;
   }
 
-  /** Closes the agent connection (its agent process stops). No-op when not connected. */
+  /**
+   * Closes the agent connection (its agent process stops). No-op when not connected. With a store,
+   * the mirror's last events are written first and the record forgets the connection.
+   */
   async disconnect(): Promise<void> {
     await this.connecting?.catch(() => undefined);
     const connection = this.connection ?? this.ending;
     if (!connection) return;
+    await this.bound?.close(true).catch((error: Error) => this.options.onStoreError?.(error));
     this.dropConnection(connection);
     await connection.rpc.close().catch(() => undefined);
+  }
+
+  /**
+   * Stops following the agent connection without ending it: the agent keeps running, and another
+   * client (another replica, with `reattach`) takes the connection over. With a store, the mirror's
+   * last events are written first.
+   */
+  async release(): Promise<void> {
+    await this.connecting?.catch(() => undefined);
+    const connection = this.connection;
+    if (!connection) return;
+    await this.bound?.close(false);
+    this.dropConnection(connection);
+    await connection.rpc.detach().catch(() => undefined);
   }
 
   /** Disconnects and ends every event iterator. */
@@ -167,7 +263,7 @@ export class SandboxAgentClient {
   }
 
   private async open(): Promise<void> {
-    const connection = await openConnection({
+    const options = {
       http: this.http,
       agent: this.agent,
       events: this.hub,
@@ -175,7 +271,8 @@ export class SandboxAgentClient {
       connectTimeoutMs: this.options.connectTimeoutMs,
       requestTimeoutMs: this.options.requestTimeoutMs,
       onEnvelope: this.options.onEnvelope,
-    });
+    };
+    const connection = await (this.bound ? this.bound.open(options) : openConnection(options));
     this.connection = connection;
     void connection.rpc.closed.then((reason) =>
       this.dropConnection(connection, reason.kind === "error" ? reason.error : undefined),
@@ -244,6 +341,7 @@ export class SandboxAgentClient {
 
   // ---- sessions ----------------------------------------------------------------------------
 
+  /** A new agent session; with a store, it becomes this client's recorded `agentSessionId`. */
   async newSession(options: NewSessionOptions): Promise<SessionState> {
     const result = await this.call("newSession", (rpc) =>
       rpc.newSession({
@@ -253,25 +351,25 @@ export class SandboxAgentClient {
         ...metaField(options.metadata),
       }),
     );
-    return this.remember(sessionState(result.sessionId, result));
+    return this.opened(sessionState(result.sessionId, result), options.cwd);
   }
 
   /** Re-opens a stored session; its history is replayed as `update` events before this resolves. */
   async loadSession(options: LoadSessionOptions): Promise<SessionState> {
     const result = await this.call("loadSession", (rpc) => rpc.loadSession(this.restoreParams(options)));
-    return this.remember(sessionState(options.sessionId, result));
+    return this.opened(sessionState(options.sessionId, result), options.cwd);
   }
 
   /** Re-opens a stored session without replaying its history. */
   async resumeSession(options: LoadSessionOptions): Promise<SessionState> {
     const result = await this.call("resumeSession", (rpc) => rpc.resumeSession(this.restoreParams(options)));
-    return this.remember(sessionState(options.sessionId, result));
+    return this.opened(sessionState(options.sessionId, result), options.cwd);
   }
 
   /** Copies a session (history included) into a new one. */
   async forkSession(options: ForkSessionOptions): Promise<SessionState> {
     const result = await this.call("forkSession", (rpc) => rpc.forkSession(this.restoreParams(options)));
-    return this.remember(sessionState(result.sessionId, result));
+    return this.opened(sessionState(result.sessionId, result), options.cwd);
   }
 
   /** Sends a prompt and resolves when the turn ends; `update` events stream meanwhile. */
@@ -280,12 +378,21 @@ export class SandboxAgentClient {
     if (signal?.aborted) throw signal.reason;
     const onAbort = (): void => void this.cancel({ sessionId }).catch(() => undefined);
     signal?.addEventListener("abort", onAbort, { once: true });
+    const prompt = promptBlocks(options.prompt);
+    this.hub.emit({ type: "turnStarted", sessionId, prompt });
     try {
       const result = await this.call("prompt", (rpc) =>
-        rpc.prompt({ sessionId, prompt: promptBlocks(options.prompt), ...metaField(options.metadata) }),
+        rpc.prompt({ sessionId, prompt, ...metaField(options.metadata) }),
       );
       this.hub.emit({ type: "turnEnded", sessionId, stopReason: result.stopReason });
       return { stopReason: result.stopReason, metadata: metadataOf(result) };
+    } catch (error) {
+      if (error instanceof AgentRequestError) {
+        // The agent's own message, as followers of a mirrored session see it.
+        const message = error.cause instanceof Error ? error.cause.message : error.message;
+        this.hub.emit({ type: "turnFailed", sessionId, error: { code: error.code, message } });
+      }
+      throw error;
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
@@ -413,8 +520,9 @@ export class SandboxAgentClient {
     };
   }
 
-  private remember(state: SessionState): SessionState {
+  private async opened(state: SessionState, cwd: string): Promise<SessionState> {
     if (state.configOptions) this.configOptions.set(state.sessionId, state.configOptions);
+    await this.bound?.recordAgentSession(state.sessionId, cwd);
     return state;
   }
 

@@ -9,13 +9,14 @@ import {
   AcpHttpClient,
   AcpHttpError,
   AcpRpcError,
+  type AcpAttachTarget,
   type AcpEnvelope,
 } from "acp-http-client";
 import { AgentRequestError, NotConnectedError, SandboxAgentHttpError } from "./errors.js";
-import type { EventHub, SandboxAgentEvent } from "./events.js";
+import type { EventHub, SandboxAgentEvent, TurnEndedEvent } from "./events.js";
 import type { HttpTransport } from "./http.js";
 import { META_KEY, isRecord, metadataOf } from "./metadata.js";
-import type { PermissionDecision, PermissionHandler, PermissionRequest } from "./types.js";
+import type { PermissionDecision, PermissionHandler, PermissionRequest, StopReason } from "./types.js";
 import { VERSION } from "./version.js";
 
 const ENDED_METHOD = "_sandboxagent/session/ended";
@@ -32,11 +33,23 @@ export interface OpenConnectionOptions {
   connectTimeoutMs: number | undefined;
   requestTimeoutMs: number | undefined;
   onEnvelope: ((envelope: AcpEnvelope) => void) | undefined;
+  /** Continue this connection (another client's) instead of initializing a new one. */
+  attach?: AcpAttachTarget;
+  /** Called with every stream position (see `AcpHttpStreamOptions.onEventId`). */
+  onEventId?: (eventId: string) => void;
+  /**
+   * Sees every message first; returning false means another client reported it already (a replay
+   * after a takeover), so it is not turned into an event again.
+   */
+  observe?: (envelope: AcpEnvelope) => boolean;
+  /** The agent session whose turn an unmatched prompt answer ends (an earlier client's turn). */
+  adoptedSession?: () => string | null;
 }
 
 export interface OpenConnection {
   readonly rpc: AcpHttpClient;
-  readonly initializeResult: InitializeResponse;
+  /** Undefined for an attached connection (another client initialized it). */
+  readonly initializeResult: InitializeResponse | undefined;
 }
 
 const CANCEL_ALL: PermissionHandler = () => ({ outcome: "cancelled" });
@@ -52,9 +65,15 @@ export async function openConnection(options: OpenConnectionOptions): Promise<Op
     sessionStreams: false,
     initializeTimeoutMs: options.connectTimeoutMs,
     requestTimeoutMs: options.requestTimeoutMs,
+    ...(options.onEventId ? { onEventId: options.onEventId } : {}),
   });
   if (options.onEnvelope) rpc.onEnvelope(options.onEnvelope);
-  rpc.onEnvelope((envelope) => forwardNotification(envelope, options.events));
+  rpc.onEnvelope((envelope) => {
+    if (options.observe?.(envelope) === false) return;
+    forwardNotification(envelope, options.events);
+    const ended = adoptedTurnEnd(envelope, options.adoptedSession?.() ?? null);
+    if (ended) options.events.emit(ended);
+  });
   const handler = options.onPermissionRequest ?? CANCEL_ALL;
   rpc.onRequest(PERMISSION_METHOD, async (params, { signal }) => {
     const request: PermissionRequest = {
@@ -67,6 +86,10 @@ export async function openConnection(options: OpenConnectionOptions): Promise<Op
     return { outcome };
   });
   try {
+    if (options.attach) {
+      await rpc.attach(options.attach);
+      return { rpc, initializeResult: undefined };
+    }
     const initializeResult = await rpc.initialize({
       protocolVersion: PROTOCOL_VERSION,
       clientCapabilities: {},
@@ -87,8 +110,22 @@ function forwardNotification(envelope: AcpEnvelope, events: EventHub): void {
   events.emit(toEvent(message.method, "params" in message ? message.params : undefined));
 }
 
+/**
+ * The end of an earlier client's turn on a taken-over connection: its prompt's answer arrives
+ * unmatched; `stopReason` is what only a prompt's answer carries (ACP `PromptResponse`).
+ */
+export function adoptedTurnEnd(envelope: AcpEnvelope, sessionId: string | null): TurnEndedEvent | undefined {
+  const message = envelope.message;
+  if (!envelope.unmatched || sessionId === null || !("result" in message) || !isRecord(message.result))
+    return undefined;
+  const stopReason = message.result.stopReason;
+  return typeof stopReason === "string"
+    ? { type: "turnEnded", sessionId, stopReason: stopReason as StopReason }
+    : undefined;
+}
+
 /** Maps one notification to its event; unknown methods become `notification` events. */
-function toEvent(method: string, params: unknown): SandboxAgentEvent {
+export function toEvent(method: string, params: unknown): SandboxAgentEvent {
   if (!isRecord(params)) return { type: "notification", method, params };
   switch (method) {
     case UPDATE_METHOD: {

@@ -1,4 +1,10 @@
-import type { PermissionRequest, SessionMetadata, SessionUpdate, StopReason } from "./types.js";
+import type {
+  PermissionRequest,
+  PromptContent,
+  SessionMetadata,
+  SessionUpdate,
+  StopReason,
+} from "./types.js";
 
 /** A streaming update of a session: message and thought chunks, tool calls, plans, mode changes… */
 export interface SessionUpdateEvent {
@@ -14,11 +20,25 @@ export interface PermissionRequestEvent {
   request: PermissionRequest;
 }
 
+/** A prompt was sent: a turn of the session begins (so that followers see the user's part too). */
+export interface TurnStartedEvent {
+  type: "turnStarted";
+  sessionId: string;
+  prompt: PromptContent[];
+}
+
 /** A prompt turn of a session finished. */
 export interface TurnEndedEvent {
   type: "turnEnded";
   sessionId: string;
   stopReason: StopReason;
+}
+
+/** The agent refused the prompt with a JSON-RPC error: the turn ended without a stop reason. */
+export interface TurnFailedEvent {
+  type: "turnFailed";
+  sessionId: string;
+  error: { code: number; message: string };
 }
 
 /**
@@ -65,7 +85,9 @@ export interface DisconnectedEvent {
 export type SandboxAgentEvent =
   | SessionUpdateEvent
   | PermissionRequestEvent
+  | TurnStartedEvent
   | TurnEndedEvent
+  | TurnFailedEvent
   | SessionEndedEvent
   | ParseErrorEvent
   | NotificationEvent

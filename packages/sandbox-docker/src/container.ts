@@ -15,6 +15,8 @@ const HEALTH_ATTEMPT_MS = 500;
 const HEALTH_POLL_MS = 15;
 const STATE_CHECK_MS = 200;
 const LOG_TAIL_LINES = 40;
+// How long an empty log of an exited container is read again before it is believed (see settledLogTail).
+const LOG_SETTLE_MS = 2_000;
 
 export function isHostNetwork(options: Pick<DockerSandboxOptions, "network">): boolean {
   return options.network === "host";
@@ -153,7 +155,7 @@ export async function waitForServer(
     if (Date.now() - checked > STATE_CHECK_MS) {
       info = await container.inspect();
       checked = Date.now();
-      if (!info.State.Running) throw exitFailure(info, await logTail(container));
+      if (!info.State.Running) throw exitFailure(info, await settledLogTail(container));
     }
     if (Date.now() > deadline) {
       throw new DockerSandboxError(
@@ -257,6 +259,20 @@ export async function logTail(container: Docker.Container): Promise<string> {
     return demultiplex(Buffer.from(raw)).trimEnd() || "(empty)";
   } catch {
     return "(no log available)";
+  }
+}
+
+/**
+ * The log of a container that has just exited: the engine's log writer may not have flushed its last
+ * lines when the exit is seen (an init's "failed to exec pid1" read back empty under load), so an
+ * empty log is read again for a short while before it is believed.
+ */
+async function settledLogTail(container: Docker.Container): Promise<string> {
+  const deadline = Date.now() + LOG_SETTLE_MS;
+  for (;;) {
+    const logs = await logTail(container);
+    if (logs !== "(empty)" || Date.now() > deadline) return logs;
+    await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS));
   }
 }
 

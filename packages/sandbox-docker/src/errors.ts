@@ -5,6 +5,7 @@ export type DockerSandboxErrorCode =
   | "no-node"
   | "server-failed"
   | "not-found"
+  | "exists"
   | "container-gone"
   | "port-not-published";
 

@@ -25,6 +25,13 @@ export interface DockerSandboxOptions {
    * container is removed on dispose and on host exit.
    */
   key?: string;
+  /**
+   * Sandboxes by id, for a fleet (`createFleet`): the sandbox of id X is the container labelled with
+   * key X, which `create` refuses to make twice and `resume`, `stop` and `destroy` find from any
+   * process. Instances are handles: `dispose()` and this process's exit leave the container running.
+   * Excludes `key`.
+   */
+  persistent?: boolean;
   /** Engine socket: a path, `unix:///path` or `tcp://host:port`. Default `$DOCKER_HOST`, else `/var/run/docker.sock`. */
   socket?: string;
   /**

@@ -5,6 +5,7 @@ import type Docker from "dockerode";
 import {
   linkAgentServer,
   shellQuote,
+  type PersistentSandboxProvider,
   type ProviderCreateRequest,
   type ProviderInstance,
   type SandboxFiles,
@@ -62,18 +63,54 @@ export interface DockerSandboxProvider extends SandboxProvider {
 }
 
 /**
+ * `dockerSandbox({ persistent: true })`: sandboxes by id for a fleet (`createFleet`), each the
+ * container labelled with its id as key, found again from any process. Its instances are handles:
+ * `dispose()` and this process's exit leave the container as it is (the fleet stops and destroys).
+ */
+export interface DockerPersistentProvider extends PersistentSandboxProvider {
+  readonly name: "docker";
+  /** A new container for `request.id`; fails with `exists` when there is one already. */
+  create(request: ProviderCreateRequest): Promise<DockerSandboxInstance>;
+  /**
+   * The container of `request.id`, started if stopped (with a fresh token); undefined when there is
+   * none. `bootstrapped` says whether its first workspace bootstrap finished.
+   */
+  resume(request: ProviderCreateRequest): Promise<DockerSandboxInstance | undefined>;
+  /** Stops the container (its files stay); no error when it is not running or absent. */
+  stop(id: string): Promise<void>;
+  /** Removes the container and its anonymous volumes; no error when absent. */
+  destroy(id: string): Promise<void>;
+}
+
+/** What `dispose()` and this process's exit do with the container. */
+type Keep = "remove" | "stop" | "leave";
+
+interface Placement {
+  /** The label the container is found by again (keyed and persistent sandboxes). */
+  key: string | undefined;
+  keep: Keep;
+}
+
+/**
  * A sandbox in a container of any Docker-Engine-API engine (Docker, Podman's compatible service).
  * The bundled server is copied into the image's container and runs as its main process (under
  * `--init`), listening on a port published on 127.0.0.1 only; files and agents go through it, and
  * commands run with `docker exec`.
  */
-export function dockerSandbox(options: DockerSandboxOptions): DockerSandboxProvider {
+export function dockerSandbox(options: DockerSandboxOptions & { persistent: true }): DockerPersistentProvider;
+export function dockerSandbox(options: DockerSandboxOptions): DockerSandboxProvider;
+export function dockerSandbox(
+  options: DockerSandboxOptions,
+): DockerSandboxProvider | DockerPersistentProvider {
   if (options.network === "none")
     throw new TypeError(
       'dockerSandbox: network "none" leaves the server unreachable; use "bridge" or "host"',
     );
-  if (options.key !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(options.key))
-    throw new TypeError(`dockerSandbox: invalid key "${options.key}" (letters, digits, '.', '_', '-')`);
+  if (options.key !== undefined) checkKey(options.key);
+  if (options.persistent && options.key !== undefined)
+    throw new TypeError(
+      "dockerSandbox: give key or persistent, not both (persistent sandboxes are keyed by id)",
+    );
   let engine: Engine | undefined;
   const connect = () => (engine ??= connectEngine(options.socket));
   const guarded = async <T>(work: (engine: Engine) => Promise<T>): Promise<T> => {
@@ -84,13 +121,15 @@ export function dockerSandbox(options: DockerSandboxOptions): DockerSandboxProvi
       throw unreachable(current, error);
     }
   };
+  if (options.persistent) return persistentProvider(options, guarded);
+  const keyed: Placement = { key: options.key, keep: options.key === undefined ? "remove" : "stop" };
   const resume = (key: string, request: Partial<ProviderCreateRequest> = {}) =>
     guarded(async (current) => {
       const found = await findByKey(current, key);
       if (found === undefined)
         throw new DockerSandboxError("not-found", `no docker sandbox with key "${key}" on ${current.where}`);
       const full = { id: request.id ?? found.Labels[LABELS.sandbox] ?? key, env: request.env ?? {} };
-      return attach(current, options, found.Id, full, key);
+      return attach(current, options, found.Id, full, { key, keep: "stop" });
     });
   return {
     name: "docker",
@@ -100,11 +139,11 @@ export function dockerSandbox(options: DockerSandboxOptions): DockerSandboxProvi
         const found = key === undefined ? undefined : await findByKey(current, key);
         if (key !== undefined && found !== undefined) {
           const container = current.docker.getContainer(found.Id);
-          if (await isBootstrapped(container)) return attach(current, options, found.Id, request, key);
+          if (await isBootstrapped(container)) return attach(current, options, found.Id, request, keyed);
           // A first start that failed or was interrupted: start over with a fresh container.
           await removeContainer(container);
         }
-        return createNew(current, options, request);
+        return createNew(current, options, request, keyed);
       }),
     resume,
     destroy: (key) =>
@@ -115,6 +154,57 @@ export function dockerSandbox(options: DockerSandboxOptions): DockerSandboxProvi
         return true;
       }),
   };
+}
+
+type Guarded = <T>(work: (engine: Engine) => Promise<T>) => Promise<T>;
+
+/**
+ * Sandboxes by id, for a fleet. How a replica that did not create a sandbox gets its server's
+ * token: it reads the token file the provider wrote into the container at its last start, through
+ * the engine (as `resume(key)` does). Whoever can do that can also exec into the container, so it
+ * exposes nothing new; the token is never in the store, nor in the container's configuration, and
+ * no application secret has to be shared between replicas. A stopped container gets a fresh token
+ * when it starts.
+ */
+function persistentProvider(options: DockerSandboxOptions, guarded: Guarded): DockerPersistentProvider {
+  const find = (engine: Engine, id: string) => findByKey(engine, checkKey(id));
+  return {
+    name: "docker",
+    create: (request) =>
+      guarded(async (current) => {
+        if ((await find(current, request.id)) !== undefined) throw exists(request.id, current);
+        return createNew(current, options, request, { key: request.id, keep: "leave" });
+      }),
+    resume: (request) =>
+      guarded(async (current) => {
+        const found = await find(current, request.id);
+        if (found === undefined) return undefined;
+        return attach(current, options, found.Id, request, { key: request.id, keep: "leave" });
+      }),
+    stop: (id) =>
+      guarded(async (current) => {
+        const found = await find(current, id);
+        if (found !== undefined) await stopContainer(current.docker.getContainer(found.Id));
+      }),
+    destroy: (id) =>
+      guarded(async (current) => {
+        const found = await find(current, id);
+        if (found !== undefined) await removeContainer(current.docker.getContainer(found.Id));
+      }),
+  };
+}
+
+function checkKey(key: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(key))
+    throw new TypeError(`dockerSandbox: invalid key "${key}" (letters, digits, '.', '_', '-')`);
+  return key;
+}
+
+function exists(key: string, engine: Engine): DockerSandboxError {
+  return new DockerSandboxError(
+    "exists",
+    `a docker sandbox with key "${key}" exists already on ${engine.where}: resume it, or destroy it first`,
+  );
 }
 
 function mintToken(): string {
@@ -132,6 +222,7 @@ async function createNew(
   engine: Engine,
   options: DockerSandboxOptions,
   request: ProviderCreateRequest,
+  placement: Placement,
 ): Promise<DockerSandboxInstance> {
   const bundle = options.serverBundle ?? defaultBundleDir();
   const token = mintToken();
@@ -141,7 +232,7 @@ async function createNew(
   ]);
   const workdir = options.workdir ?? DEFAULT_WORKDIR;
   const hostPort = isHostNetwork(options) ? await freeLoopbackPort() : undefined;
-  const key = options.key;
+  const { key } = placement;
   let container: Docker.Container;
   try {
     container = await createContainer(engine, options, {
@@ -157,21 +248,22 @@ async function createNew(
       },
     });
   } catch (error) {
-    // Another process created the same key first: use that one.
+    // Another process created the same key first: a keyed sandbox uses that one, a fleet's refuses.
     if (key !== undefined && engineStatus(error) === 409) {
+      if (placement.keep === "leave") throw exists(key, engine);
       const found = await findByKey(engine, key);
-      if (found !== undefined) return attach(engine, options, found.Id, request, key);
+      if (found !== undefined) return attach(engine, options, found.Id, request, placement);
     }
     throw error;
   }
-  const untrack = trackContainer({
-    connection: engine.connection,
-    id: container.id,
-    action: key === undefined ? "remove" : "stop",
-  });
+  const untrack = track(engine, container.id, placement.keep);
   try {
     const address = await startContainer(container, archive, token, startTimeout(options));
-    const instance = sandboxInstance(engine, options, container, address, request, { key, workdir, untrack });
+    const instance = sandboxInstance(engine, options, container, address, request, {
+      ...placement,
+      workdir,
+      untrack,
+    });
     // An image committed from a sandbox (`snapshot`) already holds its workspace.
     return image.Config.Labels?.[LABELS.snapshot] !== undefined
       ? { ...instance, bootstrapped: true }
@@ -199,12 +291,22 @@ async function isBootstrapped(container: Docker.Container): Promise<boolean> {
   }
 }
 
+/** Exit clean-up for the container, unless it is left as it is (a fleet's). */
+function track(engine: Engine, id: string, keep: Keep): () => void {
+  if (keep === "leave") return () => undefined;
+  return trackContainer({ connection: engine.connection, id, action: keep });
+}
+
+/**
+ * An existing keyed container, started when stopped. `bootstrapped`: true for a keyed sandbox (its
+ * `create` replaces one whose bootstrap never finished); for a fleet's, whether it finished.
+ */
 async function attach(
   engine: Engine,
   options: DockerSandboxOptions,
   id: string,
   request: ProviderCreateRequest,
-  key: string,
+  placement: Placement,
 ): Promise<DockerSandboxInstance> {
   const container = engine.docker.getContainer(id);
   // The token is only read when the container runs; reading it alongside the inspection saves a round trip.
@@ -212,7 +314,7 @@ async function attach(
   token.catch(() => undefined);
   const info = await container.inspect();
   const timeout = startTimeout(options);
-  const untrack = trackContainer({ connection: engine.connection, id, action: "stop" });
+  const untrack = track(engine, id, placement.keep);
   try {
     let address: ServerAddress;
     if (info.State.Running) {
@@ -222,8 +324,13 @@ async function attach(
       address = await startContainer(container, await tokenArchive(fresh), fresh, timeout);
     }
     const workdir = info.Config.Labels?.[LABELS.workdir] ?? options.workdir ?? DEFAULT_WORKDIR;
-    const instance = sandboxInstance(engine, options, container, address, request, { key, workdir, untrack });
-    return { ...instance, bootstrapped: true };
+    const instance = sandboxInstance(engine, options, container, address, request, {
+      ...placement,
+      workdir,
+      untrack,
+    });
+    const bootstrapped = placement.keep === "leave" ? await isBootstrapped(container) : true;
+    return { ...instance, bootstrapped };
   } catch (error) {
     untrack();
     throw error;
@@ -234,6 +341,12 @@ function startTimeout(options: DockerSandboxOptions): number {
   return options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
 }
 
+async function stopContainer(container: Docker.Container): Promise<void> {
+  await container.stop({ t: 2 }).catch((error: unknown) => {
+    if (engineStatus(error) !== 304 && engineStatus(error) !== 404) throw error;
+  });
+}
+
 async function removeContainer(container: Docker.Container): Promise<void> {
   try {
     await container.remove({ force: true, v: true });
@@ -242,8 +355,7 @@ async function removeContainer(container: Docker.Container): Promise<void> {
   }
 }
 
-interface InstanceSpec {
-  key: string | undefined;
+interface InstanceSpec extends Placement {
   workdir: string;
   untrack: () => void;
 }
@@ -320,6 +432,8 @@ function sandboxInstance(
       });
     },
     markBootstrapped: () => files.writeFile(BOOTSTRAPPED, `${new Date().toISOString()}\n`),
+    providerId: container.id,
+    endpoint: address.baseUrl,
     containerId: container.id,
     key,
     server: address,
@@ -336,13 +450,11 @@ function sandboxInstance(
       return `${repo}:${tag}`;
     },
     destroy: () => release(() => removeContainer(container)),
-    // A keyed sandbox is kept (stopped) for a later resume; any other is removed.
+    // A keyed sandbox is kept (stopped) for a later resume, a fleet's left running; any other is removed.
     dispose: () =>
       release(async () => {
-        if (key === undefined) return removeContainer(container);
-        await container.stop({ t: 2 }).catch((error: unknown) => {
-          if (engineStatus(error) !== 304 && engineStatus(error) !== 404) throw error;
-        });
+        if (spec.keep === "remove") await removeContainer(container);
+        else if (spec.keep === "stop") await stopContainer(container);
       }),
   };
 }

@@ -2,7 +2,12 @@ import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import { needService, readText, waitFor } from "@sandbox-agent/testkit";
 import type { SandboxInstance, SandboxProcess } from "@sandbox-agent/ai-sandbox";
-import { dockerSandbox, type DockerSandboxOptions, type DockerSandboxProvider } from "../src/index.js";
+import {
+  dockerSandbox,
+  type DockerPersistentProvider,
+  type DockerSandboxOptions,
+  type DockerSandboxProvider,
+} from "../src/index.js";
 
 /** Built by `npm run image -w @sandbox-agent/sandbox-docker` (.ci/run does it). */
 export const TEST_IMAGE = process.env.SANDBOX_AGENT_TEST_IMAGE ?? "localhost/sandbox-agent-test:latest";
@@ -59,14 +64,24 @@ export async function gvisorMissing(): Promise<string | undefined> {
     : undefined;
 }
 
-export function testProvider(extra: Partial<DockerSandboxOptions> = {}): DockerSandboxProvider {
-  return dockerSandbox({
+/** The options every test sandbox shares: the test image, its network, this run's label. */
+export function testOptions(extra: Partial<DockerSandboxOptions> = {}): DockerSandboxOptions {
+  return {
     image: TEST_IMAGE,
     network: TEST_NETWORK,
     pull: "never",
     ...extra,
     labels: { [RUN_LABEL]: RUN_ID, ...extra.labels },
-  });
+  };
+}
+
+export function testProvider(extra: Partial<DockerSandboxOptions> = {}): DockerSandboxProvider {
+  return dockerSandbox(testOptions(extra));
+}
+
+/** A fleet's provider (`persistent: true`) with the test options. */
+export function testFleetProvider(extra: Partial<DockerSandboxOptions> = {}): DockerPersistentProvider {
+  return dockerSandbox({ ...testOptions(extra), persistent: true });
 }
 
 /** Containers of this test run (any state). */

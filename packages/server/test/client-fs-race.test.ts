@@ -1,17 +1,18 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { startServer, stopChild, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { startFlipper } from "./support/flipper.js";
 import { RawConnection, type RpcMessage } from "./support/rpc.js";
 
-const FLIPPER = fileURLToPath(new URL("./support/flip-symlink.js", import.meta.url));
-/** How long the hostile process swaps, and so how long the agent keeps reading and writing. */
+/** The agent keeps reading and writing for at least this long while the hostile process swaps. */
 const FLIP_MS = 6000;
 /** At most this many turns; each asks for ROUND reads and writes. */
 const MAX_TURNS = 200;
+/** At least this many turns however slow the machine (each sends ROUND × 4 requests). */
+const MIN_TURNS = 5;
+const MAX_MS = 120_000;
 const ROUND = 10;
 const SECRET = "outside the root";
 const SERVE_FS = { _meta: { "sandboxagent.dev": { agent: "mock", serveClientCapabilities: { fs: true } } } };
@@ -79,25 +80,19 @@ describe("served fs/* client methods against a hostile process swapping a direct
         ].join("\n");
       }).join("\n");
 
-    const flipper = spawn(process.execPath, [FLIPPER, path.join(root, "d"), outside, String(FLIP_MS)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let flips = "";
-    flipper.stdout.setEncoding("utf8").on("data", (d: string) => (flips += d));
-    const exited = new Promise<void>((resolve) => flipper.once("exit", () => resolve()));
-    let running = true;
-    void exited.then(() => (running = false));
+    const flipper = startFlipper(path.join(root, "d"), outside, MAX_MS);
     const started = Date.now();
     let turns = 0;
+    let flips = 0;
     try {
-      for (; turns < MAX_TURNS && running; turns++) {
+      for (; turns < MAX_TURNS && flipper.running; turns++) {
+        if (turns >= MIN_TURNS && Date.now() - started >= FLIP_MS) break;
         const answer = await conn.prompt(sse, sessionId, script(turns), 60_000);
         assert.equal(answer.result?.stopReason, "end_turn", JSON.stringify(answer));
       }
     } finally {
-      if (running) await stopChild(flipper);
+      flips = await flipper.stop();
     }
-    await exited;
     sse.close();
     await conn.delete();
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
@@ -110,7 +105,7 @@ describe("served fs/* client methods against a hostile process swapping a direct
       wrote: count(/^fs-wrote /),
       "write failed": count(/^fs-write .* failed: /),
     };
-    const summary = `${messages.length} requests in ${turns} turns, ${seconds} s, against ${flips.trim()} swaps: ${JSON.stringify(outcomes)}`;
+    const summary = `${messages.length} requests in ${turns} turns, ${seconds} s, against ${flips} swaps: ${JSON.stringify(outcomes)}`;
     process.stdout.write(`# ${summary}\n`);
     // A raw system error (an errno message naming host paths) would be a failure nobody mapped.
     const leaks = messages.filter(
@@ -126,7 +121,7 @@ describe("served fs/* client methods against a hostile process swapping a direct
     );
     assert.equal(messages.length, turns * ROUND * 4, `one answer per request: ${summary}`);
     assert.ok(messages.length >= 200, `too few requests to mean anything: ${summary}`);
-    assert.ok(Number(flips) >= 1000, `the hostile process barely ran: ${summary}`);
+    assert.ok(flips >= 1000, `the hostile process barely ran: ${summary}`);
     assert.ok(outcomes["read inside"] > 0 && outcomes.wrote > 0, `nothing succeeded: ${summary}`);
     assert.deepEqual(leaks.slice(0, 5), [], `requests reached outside the root: ${summary}`);
     assert.deepEqual(changed.slice(0, 10), [], `changed outside the root: ${summary}`);

@@ -1,16 +1,17 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { startServer, stopChild, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { startFlipper } from "./support/flipper.js";
 
-const FLIPPER = fileURLToPath(new URL("./support/flip-symlink.js", import.meta.url));
-/** How long the hostile process swaps, and so how long requests are sent. */
+/** Requests are sent for at least this long while the hostile process swaps… */
 const FLIP_MS = 6000;
-/** At most this many rounds of requests (one request per operation each). */
+/** …and for at least this many rounds (one request per operation each), however slow the machine… */
+const MIN_ROUNDS = 12;
+/** …and at most this many rounds, or for this long. */
 const MAX_ROUNDS = 400;
+const MAX_MS = 120_000;
 const SECRET = "outside the root";
 
 interface Outcome {
@@ -89,22 +90,18 @@ describe("filesystem API against a hostile process swapping a directory for a sy
       send("delete-tree", fetch(url("file", { path: "d/tree", recursive: "true" }), { method: "DELETE" })),
     ];
 
-    const flipper = spawn(process.execPath, [FLIPPER, path.join(root, "d"), outside, String(FLIP_MS)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let flips = "";
-    flipper.stdout.setEncoding("utf8").on("data", (d: string) => (flips += d));
-    const exited = new Promise<void>((resolve) => flipper.once("exit", () => resolve()));
-    let running = true;
-    void exited.then(() => (running = false));
+    const flipper = startFlipper(path.join(root, "d"), outside, MAX_MS);
     const outcomes: Outcome[] = [];
     const started = Date.now();
+    let flips = 0;
     try {
-      for (let i = 0; i < MAX_ROUNDS && running; i++) outcomes.push(...(await Promise.all(round(i))));
+      for (let i = 0; i < MAX_ROUNDS && flipper.running; i++) {
+        if (i >= MIN_ROUNDS && Date.now() - started >= FLIP_MS) break;
+        outcomes.push(...(await Promise.all(round(i))));
+      }
     } finally {
-      if (running) await stopChild(flipper);
+      flips = await flipper.stop();
     }
-    await exited;
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
 
     const leaks = outcomes.filter(
@@ -122,10 +119,10 @@ describe("filesystem API against a hostile process swapping a directory for a sy
     const byStatus = new Map<string, number>();
     for (const o of outcomes)
       byStatus.set(`${o.operation} ${o.status}`, (byStatus.get(`${o.operation} ${o.status}`) ?? 0) + 1);
-    const summary = `${outcomes.length} requests in ${seconds} s against ${flips.trim()} swaps: ${JSON.stringify(Object.fromEntries(byStatus))}`;
+    const summary = `${outcomes.length} requests in ${seconds} s against ${flips} swaps: ${JSON.stringify(Object.fromEntries(byStatus))}`;
     process.stdout.write(`# ${summary}\n`);
     assert.ok(outcomes.length >= 100, `too few requests to mean anything: ${summary}`);
-    assert.ok(Number(flips) >= 1000, `the hostile process barely ran: ${summary}`);
+    assert.ok(flips >= 1000, `the hostile process barely ran: ${summary}`);
     assert.deepEqual(leaks.slice(0, 5), [], `requests reached outside the root: ${summary}`);
     assert.deepEqual(changed, [], `changed outside the root: ${summary}`);
     assert.equal(readFileSync(path.join(root, "d", "file.txt"), "utf8"), "inside");

@@ -2,6 +2,7 @@ import {
   Subscribers,
   UnknownSessionError,
   type EventPump,
+  type AppendOptions,
   type EventMirror,
   type NewEvent,
   type ReadEventsOptions,
@@ -33,13 +34,19 @@ export class PostgresEvents implements EventMirror {
   async append(
     sessionId: string,
     events: readonly NewEvent[],
+    options: AppendOptions = {},
   ): Promise<{ firstSeq: number; lastSeq: number }> {
     let lastEventId: string | null = null;
     for (const event of events) if (event.eventId !== undefined) lastEventId = event.eventId;
+    // Given explicitly (null included), it replaces the column; otherwise only an eventId moves it.
+    const explicit = options.lastEventId !== undefined;
+    if (explicit) lastEventId = options.lastEventId ?? null;
     const { rows } = await this.pool.query<{ last_seq: string }>(
       `WITH head AS (
          UPDATE ${this.n.sessions}
-            SET last_seq = last_seq + $2, last_event_id = coalesce($3, last_event_id), updated_at = now()
+            SET last_seq = last_seq + $2,
+                last_event_id = CASE WHEN $7 THEN $3 ELSE coalesce($3, last_event_id) END,
+                updated_at = now()
           WHERE id = $1
           RETURNING last_seq
        ), appended AS (
@@ -55,6 +62,7 @@ export class PostgresEvents implements EventMirror {
         JSON.stringify(events.map((e) => e.data ?? null)),
         events.map((e) => e.eventId ?? null),
         this.n.eventsChannel,
+        explicit,
       ],
     );
     if (rows[0] === undefined) throw new UnknownSessionError(sessionId);

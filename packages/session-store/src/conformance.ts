@@ -299,6 +299,12 @@ export function sessionStoreConformance(name: string, open: () => Promise<Sessio
         const session = await store.sessions.get(id);
         assert.equal(session?.lastEventId, "0.2");
         assert.equal(session?.lastSeq, 4);
+        // A resume point held back before events that must be seen again after a takeover.
+        await events.append(id, [{ data: 5, eventId: "0.5" }], { lastEventId: "0.4" });
+        assert.equal((await store.sessions.get(id))?.lastEventId, "0.4");
+        assert.equal((await events.read(id, { after: 4 }))[0]?.eventId, "0.5");
+        await events.append(id, [{ data: 6, eventId: "0.6" }]);
+        assert.equal((await store.sessions.get(id))?.lastEventId, "0.6");
         await assert.rejects(events.append(unique("missing"), [{ data: 1 }]), UnknownSessionError);
       }),
     );

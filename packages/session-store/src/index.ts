@@ -11,6 +11,7 @@ export {
   type AcquireOptions,
   type AdmitOptions,
   type AdmitResult,
+  type AppendOptions,
   type EventMirror,
   type EventSubscription,
   type ListSandboxesOptions,

@@ -5,6 +5,7 @@ import {
   type AcquireOptions,
   type AdmitOptions,
   type AdmitResult,
+  type AppendOptions,
   type EventMirror,
   type ListSandboxesOptions,
   type NewEvent,
@@ -270,6 +271,7 @@ class MemoryEvents implements EventMirror {
   async append(
     sessionId: string,
     events: readonly NewEvent[],
+    options: AppendOptions = {},
   ): Promise<{ firstSeq: number; lastSeq: number }> {
     const state = this.sessions.states.get(sessionId);
     if (state === undefined) throw new UnknownSessionError(sessionId);
@@ -285,6 +287,7 @@ class MemoryEvents implements EventMirror {
       });
       if (event.eventId !== undefined) state.record.lastEventId = event.eventId;
     }
+    if (options.lastEventId !== undefined) state.record.lastEventId = options.lastEventId;
     state.record.updatedAt = now;
     const lastSeq = state.record.lastSeq;
     // Like a notification from a shared store: after the append, never inside the caller's call.

@@ -211,6 +211,15 @@ export interface StoredEvent {
   createdAt: number;
 }
 
+export interface AppendOptions {
+  /**
+   * The session's `lastEventId` after this append, when it is not the last given `eventId`: a
+   * client that must see some of these events again after a takeover (an agent request it has not
+   * answered yet) keeps the resume point before them. `null` clears it.
+   */
+  lastEventId?: string | null;
+}
+
 export interface ReadEventsOptions {
   /** Events after this sequence number (default 0: from the start). */
   after?: number;
@@ -238,10 +247,14 @@ export interface EventSubscription {
  */
 export interface EventMirror {
   /**
-   * Appends in order, atomically; sets the session's `lastEventId` to the last `eventId` given.
-   * Throws {@link UnknownSessionError} when the session does not exist.
+   * Appends in order, atomically; sets the session's `lastEventId` to the last `eventId` given (or
+   * to `options.lastEventId`). Throws {@link UnknownSessionError} when the session does not exist.
    */
-  append(sessionId: string, events: readonly NewEvent[]): Promise<{ firstSeq: number; lastSeq: number }>;
+  append(
+    sessionId: string,
+    events: readonly NewEvent[],
+    options?: AppendOptions,
+  ): Promise<{ firstSeq: number; lastSeq: number }>;
   read(sessionId: string, options?: ReadEventsOptions): Promise<StoredEvent[]>;
   /**
    * Delivers the session's events after `options.after`, history first, then live, in batches; the

@@ -1,0 +1,41 @@
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { tempDir } from "@sandbox-agent/testkit";
+
+const FLIPPER = fileURLToPath(new URL("./flip-symlink.js", import.meta.url));
+
+export interface Flipper {
+  /** False once the hostile process has exited by itself (it reached its time cap). */
+  readonly running: boolean;
+  /** Stops it and resolves with the number of swaps it made. */
+  stop(): Promise<number>;
+}
+
+/**
+ * Starts a process swapping `dir` for a symlink to `outside` and back until stopped. Tests stop it
+ * once they have sent enough requests, not after a fixed time: on a busy machine a fixed window
+ * holds too few requests to mean anything.
+ */
+export function startFlipper(dir: string, outside: string, maxMs: number): Flipper {
+  const stopFile = path.join(tempDir("flipper-"), "stop");
+  const child = spawn(process.execPath, [FLIPPER, dir, outside, stopFile, String(maxMs)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (output += d));
+  let running = true;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  void exited.then(() => (running = false));
+  return {
+    get running() {
+      return running;
+    },
+    async stop() {
+      writeFileSync(stopFile, "");
+      await exited;
+      return Number(output.trim());
+    },
+  };
+}
