@@ -1,114 +1,117 @@
-import { fileURLToPath } from "node:url";
-import type { SandboxInstance, SandboxProcess } from "@sandbox-agent/ai-sandbox";
-import { READY_MARKER } from "./bin/ready-marker.js";
-import type { AcpSessionTransport } from "./config.js";
-import { webSocketTransport } from "./transports/websocket.js";
+import type { SandboxChannel, SandboxInstance } from "@sandbox-agent/ai-sandbox";
+import type { Stream } from "@agentclientprotocol/sdk";
+import type { ExitInfo } from "./config.js";
+import { waitForOutput } from "./sandbox-ready.js";
+import { webSocketTransport, type WebSocketTransportOptions } from "./transports/websocket.js";
 
 export interface StartAcpServerOptions {
-  /** Shell command that starts the agent's ACP server on stdio; one instance per WebSocket connection. */
+  /**
+   * Shell command, run inside the sandbox, that starts the agent's own WebSocket ACP server on
+   * `port` (e.g. `my-agent serve --bind 0.0.0.0:9100`). It must bind an address the sandbox's
+   * channel reaches: `0.0.0.0` in a container, loopback is enough for a local sandbox.
+   */
   command: string;
+  /** The port the server listens on inside the sandbox. */
+  port: number;
   cwd?: string;
   env?: Record<string, string>;
-  /** Interface the server binds inside the sandbox. Default `127.0.0.1`. */
-  host?: string;
-  /** Port inside the sandbox; 0 (default) picks a free one. */
-  port?: number;
-  /** Maps the sandbox-side address to the URL the app connects to. Default `ws://<host>:<port>`. */
-  buildWsUrl?: (address: { host: string; port: number }) => string;
-  /** Node binary inside the sandbox. Default: this process' binary. */
-  nodeBinary?: string;
+  /**
+   * Text (or a pattern) the server prints on stdout or stderr once it accepts connections.
+   * Default: the first line of output.
+   */
+  readyMarker?: string | RegExp;
+  /**
+   * The URL this machine connects to, from how it reaches the sandbox (`channel.url`, e.g.
+   * `http://127.0.0.1`) and the port that reaches the server (for a container, the published
+   * port of `port`). Default: `ws://<channel host>:<port>`.
+   */
+  buildWsUrl?: (address: { channel: SandboxChannel; port: number }) => string;
+  /** Headers of every WebSocket handshake (e.g. the agent server's own token). */
+  headers?: Record<string, string>;
+  /** Default 30 s. */
   readyTimeoutMs?: number;
   signal?: AbortSignal;
 }
 
+/** One WebSocket ACP connection to the agent's server. */
+export interface AcpWebSocket {
+  readonly stream: Stream;
+  /** Settles when the socket closed (its close code as `code`). */
+  readonly closed: Promise<ExitInfo>;
+  close(): void;
+}
+
 export interface AcpServerHandle {
+  /** The URL connections open. */
   readonly url: string;
-  /** Opens one ACP connection (= one agent process) to the server. */
-  connect(signal?: AbortSignal): Promise<AcpSessionTransport>;
-  /** Stops the server and every agent it started. */
+  /** Opens one ACP connection to the server. */
+  connect(signal?: AbortSignal): Promise<AcpWebSocket>;
+  /** Closes the connections opened here and stops the server (its whole process group). */
   dispose(): Promise<void>;
 }
 
-const BRIDGE_SCRIPT = fileURLToPath(new URL("./bin/acp-ws-bridge.js", import.meta.url));
-
 /**
- * Starts a WebSocket ACP server inside the sandbox that bridges each connection
- * to a fresh `command` process over stdio. The bridge is a Node script, so the
- * sandbox must be able to run this package's files (true for the local-process provider and a
- * sandbox-agent server on this machine).
+ * Starts the agent's own WebSocket ACP server inside the sandbox (`command`), waits for
+ * `readyMarker` in its output, and returns how to connect to it from this machine through the
+ * sandbox's channel: the same port for a local or remote sandbox, the published port for a
+ * container (list the port in the container provider's `ports`). For an agent that speaks ACP
+ * only on stdio, `startAcpBridgeInSandbox` puts a WebSocket server in front of it.
  */
 export async function startAcpServerInSandbox(
   sandbox: SandboxInstance,
   options: StartAcpServerOptions,
 ): Promise<AcpServerHandle> {
-  const host = options.host ?? "127.0.0.1";
-  const encoded = Buffer.from(options.command, "utf8").toString("base64");
-  const node = options.nodeBinary ?? process.execPath;
-  const line = [node, BRIDGE_SCRIPT, host, String(options.port ?? 0), encoded].map(shellQuote).join(" ");
-  const proc = await sandbox.spawn(line, {
+  const { channel } = sandbox;
+  if (channel === undefined)
+    throw new TypeError(
+      `startAcpServerInSandbox: the ${sandbox.provider} sandbox "${sandbox.id}" has no network this machine reaches`,
+    );
+  if (!Number.isInteger(options.port) || options.port <= 0 || options.port > 65535)
+    throw new TypeError(`startAcpServerInSandbox: port must be a port number (1-65535), got ${options.port}`);
+  const proc = await sandbox.spawn(options.command, {
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     ...(options.env !== undefined ? { env: options.env } : {}),
   });
-  let port: number;
+  let url: string;
   try {
-    port = await waitForReady(proc, options.readyTimeoutMs ?? 15_000, options.signal);
-  } catch (err) {
+    await waitForOutput(proc, readyTest(options.readyMarker), {
+      timeoutMs: options.readyTimeoutMs ?? 30_000,
+      signal: options.signal,
+      stderr: true,
+      what: `the agent's ACP server (${options.command})`,
+    });
+    const port = await channel.reach(options.port);
+    url = options.buildWsUrl
+      ? options.buildWsUrl({ channel, port })
+      : `${channel.url.replace(/^http/i, "ws")}:${port}`;
+  } catch (error) {
     await proc.kill();
-    throw err;
+    throw error;
   }
-  const url = options.buildWsUrl ? options.buildWsUrl({ host, port }) : `ws://${host}:${port}`;
+  const open = new Set<() => Promise<void>>();
+  const transportOptions: WebSocketTransportOptions = options.headers ? { headers: options.headers } : {};
   return {
     url,
-    connect: () => webSocketTransport(url),
-    dispose: () => proc.kill(),
+    connect: async (signal) => {
+      signal?.throwIfAborted();
+      const transport = await webSocketTransport(url, transportOptions);
+      const dispose = () => transport.dispose();
+      open.add(dispose);
+      const closed = transport.exited ?? Promise.resolve({ code: null, signal: null });
+      void closed.then(() => open.delete(dispose));
+      signal?.addEventListener("abort", () => void dispose(), { once: true });
+      return { stream: transport.stream, closed, close: () => void dispose() };
+    },
+    dispose: async () => {
+      await Promise.all([...open].map((dispose) => dispose()));
+      await proc.kill();
+    },
   };
 }
 
-async function waitForReady(proc: SandboxProcess, timeoutMs: number, signal?: AbortSignal): Promise<number> {
-  const reader = proc.stdout.getReader();
-  const decoder = new TextDecoder();
-  let buffered = "";
-  const failure = new Promise<never>((_, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`ACP server not ready after ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-    timer.unref();
-    signal?.addEventListener("abort", () => reject(new Error("aborted while starting the ACP server")), {
-      once: true,
-    });
-    void proc.exited.then(({ code, signal: sig }) =>
-      reject(
-        new Error(
-          `ACP server exited before ready (code ${code}, signal ${sig}): ${proc.stderrTail().slice(-2000)}`,
-        ),
-      ),
-    );
-  });
-  for (;;) {
-    const chunk = await Promise.race([reader.read(), failure]);
-    if (chunk.done)
-      throw new Error(`ACP server closed stdout before ready: ${proc.stderrTail().slice(-2000)}`);
-    buffered += decoder.decode(chunk.value, { stream: true });
-    const match = new RegExp(`^${READY_MARKER} (\\d+)$`, "m").exec(buffered);
-    if (match?.[1]) {
-      void drain(reader);
-      return Number(match[1]);
-    }
-  }
-}
-
-/** Keep reading so a chatty server never blocks on a full stdout pipe. */
-async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-  try {
-    while (!(await reader.read()).done) {
-      // discard
-    }
-  } catch {
-    // process gone
-  }
-}
-
-function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
+/** The ready test for `marker`: any output at all when none is given. */
+function readyTest(marker: string | RegExp | undefined): (output: string) => true | undefined {
+  if (marker === undefined) return (output) => (output.includes("\n") ? true : undefined);
+  if (typeof marker === "string") return (output) => (output.includes(marker) ? true : undefined);
+  return (output) => (marker.test(output) ? true : undefined);
 }

@@ -10,15 +10,26 @@ import {
   type SandboxDefinition,
   type Workspace,
 } from "@sandbox-agent/ai-sandbox";
-import { mockAgentBin } from "@sandbox-agent/testkit";
+import { freePort, mockAgentBin } from "@sandbox-agent/testkit";
 import { chat, type StreamChunk } from "@tanstack/ai";
 import { acpCompatible, type AcpCompatibleConfig } from "../src/index.js";
 
-export { mockAgentBin };
+export { freePort, mockAgentBin };
 
 /** Shell command that starts the real mock agent with `flags`. */
 export function mockCommand(...flags: string[]): string {
   return [process.execPath, mockAgentBin, ...flags].map(quote).join(" ");
+}
+
+/**
+ * Shell command of an agent that serves ACP over WebSocket itself on `port` (as `my-agent serve
+ * --bind ...` would): the package's WebSocket bridge in front of the mock agent, run as one
+ * command that prints `ACP_WS_LISTENING <port>` once it listens.
+ */
+export function ownWebSocketServerCommand(port: number, host = "127.0.0.1"): string {
+  const bridge = fileURLToPath(new URL("../src/bin/acp-ws-bridge.js", import.meta.url));
+  const mock = Buffer.from(mockCommand(), "utf8").toString("base64");
+  return [process.execPath, bridge, host, String(port), mock].map(quote).join(" ");
 }
 
 /** The mock behind a proxy that rewrites its advertised capabilities (see capability-proxy.ts). */

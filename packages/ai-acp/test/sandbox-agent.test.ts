@@ -14,8 +14,8 @@ import {
 } from "@sandbox-agent/ai-sandbox";
 import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
 import { chat, type StreamChunk } from "@tanstack/ai";
-import { acpCompatible, startAcpServerInSandbox } from "../src/index.js";
-import { customs, mockCommand, ofType, texts, user } from "./helpers.js";
+import { acpCompatible, startAcpServerInSandbox, type AcpServerHandle } from "../src/index.js";
+import { customs, freePort, mockCommand, ofType, ownWebSocketServerCommand, texts, user } from "./helpers.js";
 
 const TOKEN = "ai-acp-test-token";
 
@@ -152,22 +152,26 @@ describe("chat() through the sandbox-agent provider (real server, real HTTP)", {
     }
   });
 
-  it("startAcpServerInSandbox starts a WebSocket ACP server through the remote process API", async () => {
-    const servers: Array<{ dispose(): Promise<void> }> = [];
+  it("startAcpServerInSandbox starts the agent's own WebSocket ACP server through the remote process API", async () => {
+    const port = await freePort();
+    const servers: AcpServerHandle[] = [];
     const overWs = acpCompatible({
       name: "mock",
       openTransport: async ({ sandbox: instance, harnessCwd, signal }) => {
         const acpServer = await startAcpServerInSandbox(instance, {
-          command: mockCommand(),
+          port,
           cwd: harnessCwd,
+          command: ownWebSocketServerCommand(port),
+          readyMarker: "LISTENING",
           signal,
         });
         servers.push(acpServer);
         const ws = await acpServer.connect(signal);
         return {
-          ...ws,
+          kind: "stream",
+          stream: ws.stream,
           dispose: async () => {
-            await ws.dispose();
+            ws.close();
             await acpServer.dispose();
           },
         };
@@ -185,6 +189,62 @@ describe("chat() through the sandbox-agent provider (real server, real HTTP)", {
       assert.equal(servers.length, 1);
     } finally {
       await overWs.dispose();
+    }
+  });
+
+  it("workspace secrets reach a server agent over /v2/rpc when its owner lets clients pass them (clientEnv)", async () => {
+    const secrets = createSecrets({ PI_API_KEY: "secret-from-workspace" });
+    const owner = await startServer({
+      token: TOKEN,
+      // The sandbox's owner: clients may set PI_API_KEY for the built-in mock agent.
+      config: { agents: { mock: { clientEnv: ["PI_API_KEY"] } } },
+      timeoutMs: 30_000,
+    });
+    const strict = await startServer({ token: TOKEN, timeoutMs: 30_000 });
+    const agent = acpCompatible({ name: "mock" });
+    const remote = (id: string, at: RunningServer) =>
+      defineSandbox({
+        id,
+        // No workdir: the provider learns it (and the file API's root) from the server's /v2/health.
+        provider: sandboxAgentSandbox({ baseUrl: at.baseUrl, token: TOKEN, agent: "mock" }),
+        workspace: defineWorkspace({ secrets }),
+      });
+    const allowed = remote("client-env-allowed", owner);
+    const refused = remote("client-env-refused", strict);
+    try {
+      const chunks = await collect(
+        chat({
+          adapter: agent("m"),
+          messages: [user("env PI_API_KEY")],
+          middleware: [withSandbox(allowed)],
+        }),
+      );
+      assert.equal(
+        texts(chunks),
+        "PI_API_KEY=secret-from-workspace",
+        JSON.stringify(ofType(chunks, "RUN_ERROR")),
+      );
+      const health = (await (
+        await fetch(`${owner.baseUrl}/v2/health`, { headers: owner.headers() })
+      ).json()) as {
+        workdir: string;
+      };
+      assert.equal((await allowed.start()).workdir, health.workdir);
+      const failed = await collect(
+        chat({
+          adapter: agent("m"),
+          messages: [user("env PI_API_KEY")],
+          middleware: [withSandbox(refused)],
+        }),
+      );
+      const error = ofType(failed, "RUN_ERROR")[0];
+      assert.match(JSON.stringify(error), /PI_API_KEY.*clientEnv/s, JSON.stringify(failed));
+    } finally {
+      await agent.dispose();
+      await allowed.dispose();
+      await refused.dispose();
+      await owner.stop();
+      await strict.stop();
     }
   });
 });

@@ -5,8 +5,17 @@ import { after, before, describe, it } from "node:test";
 import { withSandbox } from "@sandbox-agent/ai-sandbox";
 import { fetchServerSentEvents, ChatClient } from "@tanstack/ai-client";
 import { chat, chatParamsFromRequest, toServerSentEventsResponse } from "@tanstack/ai";
-import { startAcpServerInSandbox } from "../src/index.js";
-import { customs, mockCommand, run, testBed, texts, type TestBed } from "./helpers.js";
+import { startAcpBridgeInSandbox, startAcpServerInSandbox, type AcpServerHandle } from "../src/index.js";
+import {
+  customs,
+  freePort,
+  mockCommand,
+  ownWebSocketServerCommand,
+  run,
+  testBed,
+  texts,
+  type TestBed,
+} from "./helpers.js";
 
 describe("transports and delivery", { timeout: 300_000 }, () => {
   let bed: TestBed;
@@ -15,11 +24,58 @@ describe("transports and delivery", { timeout: 300_000 }, () => {
   });
   after(() => bed.close());
 
-  it("openTransport + startAcpServerInSandbox: ACP over a WebSocket server started in the sandbox", async () => {
+  it("openTransport + startAcpServerInSandbox: the agent's own WebSocket ACP server, as in the harness docs", async () => {
+    const port = await freePort();
+    const servers: AcpServerHandle[] = [];
+    // The documentation's example, with the mock agent's WebSocket server for `my-agent serve`.
+    const myAgent = bed.harness({
+      openTransport: async ({ sandbox, harnessCwd, signal }) => {
+        const server = await startAcpServerInSandbox(sandbox, {
+          port,
+          cwd: harnessCwd,
+          command: ownWebSocketServerCommand(port),
+          readyMarker: "LISTENING",
+          buildWsUrl: ({ channel, port }) => `${channel.url.replace(/^http/i, "ws")}:${port}`,
+          ...(signal ? { signal } : {}),
+        });
+        servers.push(server);
+        const ws = await server.connect(signal);
+        return {
+          kind: "stream",
+          stream: ws.stream,
+          dispose: async () => {
+            ws.close();
+            await server.dispose();
+          },
+        };
+      },
+    });
+    const chunks = await run(bed, myAgent("m"), "echo over websocket; tool read x");
+    assert.equal(texts(chunks), "over websocket");
+    assert.equal(customs(chunks, "mock.session-id").length, 1);
+    assert.equal(servers[0]?.url, `ws://127.0.0.1:${port}`);
+    await myAgent.dispose();
+    assert.equal(servers.length, 1);
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/`), "the server stopped with its transport");
+  });
+
+  it("startAcpServerInSandbox: a server that exits before its ready marker is an error with its output", async () => {
+    const sandbox = await bed.sandbox.start();
+    await assert.rejects(
+      startAcpServerInSandbox(sandbox, {
+        port: 1,
+        command: "echo 'cannot bind' >&2; exit 3",
+        readyMarker: "listening",
+      }),
+      /exited before ready \(code 3.*cannot bind/s,
+    );
+  });
+
+  it("startAcpBridgeInSandbox: a stdio agent behind a WebSocket server started in the sandbox", async () => {
     const servers: Array<{ dispose(): Promise<void> }> = [];
     const mock = bed.harness({
       openTransport: async ({ sandbox, harnessCwd, signal }) => {
-        const server = await startAcpServerInSandbox(sandbox, {
+        const server = await startAcpBridgeInSandbox(sandbox, {
           command: mockCommand(),
           cwd: harnessCwd,
           signal,
@@ -38,7 +94,6 @@ describe("transports and delivery", { timeout: 300_000 }, () => {
     });
     const chunks = await run(bed, mock("m"), "echo over websocket; tool read x");
     assert.equal(texts(chunks), "over websocket");
-    assert.equal(customs(chunks, "mock.session-id").length, 1);
     await mock.dispose();
     assert.equal(servers.length, 1);
   });
@@ -46,7 +101,7 @@ describe("transports and delivery", { timeout: 300_000 }, () => {
   it("a crash behind the WebSocket server is reported, not hung", async () => {
     const mock = bed.harness({
       openTransport: async ({ sandbox, signal }) => {
-        const server = await startAcpServerInSandbox(sandbox, { command: mockCommand(), signal });
+        const server = await startAcpBridgeInSandbox(sandbox, { command: mockCommand(), signal });
         const ws = await server.connect(signal);
         return {
           ...ws,

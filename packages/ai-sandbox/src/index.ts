@@ -3,6 +3,7 @@ export type {
   ProvisionedWorkspace,
   ResolvedMcpServer,
   SandboxAcpStream,
+  SandboxChannel,
   SandboxFileEntry,
   SandboxFiles,
   SandboxInstance,
@@ -73,6 +74,7 @@ export {
 
 // ---- For provider packages (e.g. @sandbox-agent/sandbox-docker) ----
 export { linkAgentServer, type AgentServerLink, type AgentServerOptions } from "./agent-server.js";
+export { hostUrl, sameNetwork } from "./channel.js";
 export { onProcessExit } from "./exit-hook.js";
 export { TailBuffer } from "./process.js";
 export { shellQuote } from "./shell.js";

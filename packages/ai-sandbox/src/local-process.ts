@@ -3,6 +3,7 @@ import { cp, mkdir, mkdtemp, realpath } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { bwrapLauncher, type BwrapOptions } from "./bwrap.js";
+import { sameNetwork } from "./channel.js";
 import { LocalFiles } from "./local-files.js";
 import { killGroupSync, spawnGroup } from "./process.js";
 import { persistentLocal, type OpenLocal } from "./local-persistent.js";
@@ -143,6 +144,8 @@ async function createLocal(
     stateDir: dirs.state,
     env: Object.freeze({ ...request.env }),
     files,
+    // Processes share this machine's network unless bubblewrap gave them one of their own.
+    ...(options.network === false ? {} : { channel: sameNetwork("http://127.0.0.1") }),
     spawn,
     importDirectory: (hostDir, dest) => cp(hostDir, files.resolve(dest), { recursive: true, force: true }),
     // Under bubblewrap, paths of this machine outside the sandbox are absent: clone those here.

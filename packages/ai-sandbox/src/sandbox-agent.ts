@@ -1,11 +1,11 @@
 import { posix } from "node:path";
+import { SandboxAgentClient } from "sandbox-agent";
 import { linkAgentServer } from "./agent-server.js";
+import { hostUrl, sameNetwork } from "./channel.js";
 import type { ProviderCreateRequest, ProviderInstance, SandboxProvider } from "./provider.js";
 import { uploadDirectory } from "./remote-files.js";
 import { spawnRemote } from "./remote-process.js";
 import type { SandboxProcess, SpawnOptions } from "./types.js";
-
-const DEFAULT_WORKDIR = "/workspace";
 
 export interface SandboxAgentSandboxOptions {
   /** Server base URL, e.g. `http://127.0.0.1:2468`. */
@@ -13,9 +13,9 @@ export interface SandboxAgentSandboxOptions {
   token?: string;
   /** Server agent id used by `openAcp` (overrides the id the adapter asks for). */
   agent?: string;
-  /** The server's `--workdir` (the agents' cwd) as the agent sees it. Default `/workspace`. */
+  /** The server's `--workdir` (the agents' cwd) as the agent sees it. Default: what `/v2/health` reports. */
   workdir?: string;
-  /** The server's `--fs-root` as the agent sees it (the API's `/`). Default: `workdir`, like the server. */
+  /** The server's `--fs-root` as the agent sees it (the API's `/`). Default: what `/v2/health` reports. */
   fsRoot?: string;
 }
 
@@ -31,10 +31,10 @@ async function createRemote(
   request: ProviderCreateRequest,
   options: SandboxAgentSandboxOptions,
 ): Promise<ProviderInstance> {
-  const workdir = options.workdir ?? DEFAULT_WORKDIR;
+  const { workdir, fsRoot } = await serverDirectories(options);
   let server;
   try {
-    server = linkAgentServer({ ...options, workdir, fsRoot: options.fsRoot ?? workdir }, request.env);
+    server = linkAgentServer({ ...options, workdir, fsRoot }, request.env);
   } catch (error) {
     throw new TypeError(`sandboxAgentSandbox: ${(error as Error).message}`);
   }
@@ -58,6 +58,8 @@ async function createRemote(
     stateDir: `${workdir}/.sandbox`,
     env: Object.freeze({ ...request.env }),
     files,
+    // Commands run on the server's machine: its ports are those of the server's host.
+    channel: sameNetwork(hostUrl(options.baseUrl)),
     spawn,
     importDirectory: (hostDir, dest) => uploadDirectory(files, hostDir, dest),
     openAcp: server.openAcp,
@@ -66,4 +68,32 @@ async function createRemote(
       await Promise.all([server.closeAll(), ...[...processes].map((proc) => proc.kill())]);
     },
   };
+}
+
+/**
+ * The server's workdir and file API root: those given, else what the server reports in
+ * `/v2/health` (a server without `fsRoot` there serves the file API from its workdir).
+ */
+async function serverDirectories(
+  options: SandboxAgentSandboxOptions,
+): Promise<{ workdir: string; fsRoot: string }> {
+  if (options.workdir !== undefined)
+    return { workdir: options.workdir, fsRoot: options.fsRoot ?? options.workdir };
+  const client = new SandboxAgentClient({
+    baseUrl: options.baseUrl,
+    agent: options.agent ?? "default",
+    autoConnect: false,
+    ...(options.token !== undefined ? { token: options.token } : {}),
+  });
+  let health;
+  try {
+    health = await client.health();
+  } catch (error) {
+    throw new Error(
+      `sandboxAgentSandbox: cannot read ${options.baseUrl}/v2/health to learn the server's workdir ` +
+        `(${(error as Error).message}); check baseUrl and token, or pass workdir`,
+      { cause: error },
+    );
+  }
+  return { workdir: health.workdir, fsRoot: options.fsRoot ?? health.fsRoot ?? health.workdir };
 }

@@ -140,6 +140,7 @@ function withWorkspace(
     workdir: raw.workdir,
     env: raw.env,
     files: raw.files,
+    ...(raw.channel !== undefined ? { channel: raw.channel } : {}),
     workspace,
     spawn: (command, opts) => raw.spawn(command, opts),
     ...(raw.openAcp !== undefined ? { openAcp: raw.openAcp.bind(raw) } : {}),

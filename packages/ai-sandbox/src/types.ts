@@ -65,6 +65,21 @@ export interface ProvisionedWorkspace {
   readonly warnings: ReadonlyArray<string>;
 }
 
+/** How this machine reaches a port the sandbox listens on. */
+export interface SandboxChannel {
+  /**
+   * `http://<host>` without a port: the address of the sandbox as seen from this machine
+   * (`http://127.0.0.1` for a local sandbox, the server's host for a remote one).
+   */
+  readonly url: string;
+  /**
+   * The port of `url` that reaches `port` inside the sandbox: the same port when the sandbox
+   * shares the network of `url`, a published port for a container. Rejects, saying what to
+   * change, when the port cannot be reached.
+   */
+  reach(port: number): Promise<number>;
+}
+
 export interface SandboxInstance {
   readonly id: string;
   /** `"local-process"` | `"sandbox-agent"` | … */
@@ -74,6 +89,11 @@ export interface SandboxInstance {
   /** Declared env + secrets for agent processes. Held in memory only, never persisted. */
   readonly env: Readonly<Record<string, string>>;
   readonly files: SandboxFiles;
+  /**
+   * How this machine reaches servers listening inside the sandbox (an agent's own WebSocket ACP
+   * server). Absent when the sandbox has no network this machine can reach.
+   */
+  readonly channel?: SandboxChannel;
   /** Skills/MCP servers produced by the workspace bootstrap. Empty when there is no workspace. */
   readonly workspace: ProvisionedWorkspace;
   /** Run a shell command inside the sandbox (own process group, env = minimal base + this.env + opts.env). */

@@ -16,7 +16,8 @@ import { codeBlocks, mustRun, runCommand, type CodeBlock } from "../src/index.js
  * replaced by a server of this test, started as `npm start` starts it (the mock agent answers an
  * `initialize` that names no agent), with its agent `claude` played by the mock agent so the SDK's
  * quick start runs without a real CLI. The server's own README is left out: its examples are curl
- * command lines. The runnable example under examples/ runs as its README says.
+ * command lines. The runnable example under examples/ runs as its README says, and the root
+ * README's curl walkthrough runs in bash.
  */
 
 const README_ADDRESS = "http://127.0.0.1:2468";
@@ -133,5 +134,26 @@ describe("README examples run as written", { timeout: 5 * 60_000 }, () => {
     );
     assert.match(result.stdout, /"stopReason":"end_turn"/);
     assert.match(result.stdout, /all done/);
+  });
+
+  it("runs the root README's curl walkthrough: initialize, session, prompt, DELETE", async () => {
+    const readme = await readFile(path.join(repoRoot, "README.md"), "utf8");
+    const script = /```bash\n(URL=[\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(script, "the walkthrough block starts with URL=");
+    const dir = tempDir("readme-curl-");
+    const result = await mustRun(
+      "bash",
+      ["-euo", "pipefail", "-c", script.replaceAll(README_ADDRESS, server.baseUrl)],
+      {
+        cwd: dir,
+        timeoutMs: BLOCK_TIMEOUT_MS,
+      },
+    );
+    assert.match(result.stdout, /^connection [0-9a-f-]{36}$/m);
+    assert.match(result.stdout, /^session \S+$/m);
+    assert.match(result.stdout, /"text":"Hello from the mock agent"/);
+    assert.match(result.stdout, /"stopReason":"end_turn"/);
+    assert.match(result.stdout, /^DELETE: 202$/m);
+    assert.ok(!existsSync(path.join(dir, "events.txt")), "the walkthrough cleans up after itself");
   });
 });

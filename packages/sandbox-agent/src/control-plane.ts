@@ -11,6 +11,8 @@ export interface HealthStatus {
   connections: number;
   /** Working directory of the server's agents: the default `cwd` for new sessions. */
   workdir: string;
+  /** Root of the file API: `/v2/fs/*` paths are relative to it (absent from servers before 0.1). */
+  fsRoot?: string;
 }
 
 export interface AgentPackage {

@@ -83,6 +83,8 @@ export function createContainer(
   const listen = host
     ? ["--host", "127.0.0.1", "--port", String(spec.hostPort)]
     : ["--host", "0.0.0.0", "--port", String(SERVER_PORT)];
+  // The server's port, and those the caller's own servers listen on, on 127.0.0.1 only.
+  const published = [...new Set([SERVER_PORT, ...(options.ports ?? [])])];
   const mounts = (options.mounts ?? []).map((m) => ({
     Type: m.type ?? (m.source.startsWith("/") ? "bind" : "volume"),
     Source: m.source,
@@ -97,11 +99,17 @@ export function createContainer(
     WorkingDir: spec.workdir,
     Env: Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`),
     Labels: { ...options.labels, ...spec.labels },
-    ...(host ? {} : { ExposedPorts: { [`${SERVER_PORT}/tcp`]: {} } }),
+    ...(host ? {} : { ExposedPorts: Object.fromEntries(published.map((port) => [`${port}/tcp`, {}])) }),
     HostConfig: {
       Init: true,
       NetworkMode: options.network ?? "bridge",
-      ...(host ? {} : { PortBindings: { [`${SERVER_PORT}/tcp`]: [{ HostIp: "127.0.0.1", HostPort: "" }] } }),
+      ...(host
+        ? {}
+        : {
+            PortBindings: Object.fromEntries(
+              published.map((port) => [`${port}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]),
+            ),
+          }),
       ...(options.memory !== undefined ? { Memory: parseMemory(options.memory) } : {}),
       ...(options.cpus !== undefined ? { NanoCpus: Math.round(options.cpus * 1e9) } : {}),
       ...(options.pidsLimit !== undefined ? { PidsLimit: options.pidsLimit } : {}),
@@ -171,6 +179,22 @@ async function healthy(baseUrl: string, token: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * The loopback port that reaches `port` inside the container: the port itself on the host
+ * network, else the one the engine published for it.
+ */
+export async function publishedPort(container: Docker.Container, port: number): Promise<number> {
+  const info = await container.inspect();
+  if (info.HostConfig.NetworkMode === "host") return port;
+  const binding = info.NetworkSettings.Ports?.[`${port}/tcp`]?.find((b) => b.HostPort !== "");
+  if (binding === undefined)
+    throw new DockerSandboxError(
+      "port-not-published",
+      `port ${port} of container ${info.Id.slice(0, 12)} is not published: list it in dockerSandbox({ ports: [${port}] }) (or use network: "host")`,
+    );
+  return Number(binding.HostPort);
 }
 
 function serverUrl(info: Docker.ContainerInspectInfo): string {

@@ -6,7 +6,8 @@ export type DockerSandboxErrorCode =
   | "server-failed"
   | "not-found"
   | "exists"
-  | "container-gone";
+  | "container-gone"
+  | "port-not-published";
 
 export class DockerSandboxError extends Error {
   override readonly name = "DockerSandboxError";

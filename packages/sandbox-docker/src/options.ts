@@ -54,6 +54,12 @@ export interface DockerSandboxOptions {
    * `"slirp4netns"` or `"pasta"`.
    */
   network?: string;
+  /**
+   * Ports inside the container that this machine must reach (an agent's own WebSocket ACP server),
+   * published on 127.0.0.1 at ports the engine picks; `instance.channel.reach(port)` tells which.
+   * With `network: "host"` every port is reachable as it is and this list is not needed.
+   */
+  ports?: readonly number[];
   mounts?: readonly DockerMount[];
   /** Extra container labels. */
   labels?: Record<string, string>;

@@ -18,6 +18,7 @@ import {
   ensureImage,
   findByKey,
   freeLoopbackPort,
+  publishedPort,
   isHostNetwork,
   readToken,
   startContainer,
@@ -422,6 +423,7 @@ function sandboxInstance(
     stateDir: STATE_DIR,
     env: Object.freeze({ ...request.env }),
     files,
+    channel: { url: "http://127.0.0.1", reach: (port) => publishedPort(container, port) },
     spawn,
     openAcp: server.openAcp,
     importDirectory: async (hostDir, dest) => {

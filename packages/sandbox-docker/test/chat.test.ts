@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { tempDir } from "@sandbox-agent/testkit";
+import { freePort, repoRoot, tempDir } from "@sandbox-agent/testkit";
 import {
   createSecrets,
   defineSandbox,
@@ -11,9 +11,17 @@ import {
   withSandbox,
   type SandboxDefinition,
 } from "@sandbox-agent/ai-sandbox";
-import { acpCompatible } from "@sandbox-agent/ai-acp";
+import { acpCompatible, startAcpServerInSandbox } from "@sandbox-agent/ai-acp";
 import { chat, type StreamChunk } from "@tanstack/ai";
-import { containerOf, engineSkip, RUN_ID, runIn, testProvider, waitNoContainers } from "./helpers.js";
+import {
+  containerOf,
+  engineSkip,
+  RUN_ID,
+  runIn,
+  TEST_NETWORK,
+  testProvider,
+  waitNoContainers,
+} from "./helpers.js";
 
 const SECRET = `pi-key-${RUN_ID}`;
 /** The mock agent as a command inside the container: the bundle ships it beside the server. */
@@ -173,6 +181,66 @@ describe(
       } finally {
         await harness.dispose();
         await doomed.dispose();
+      }
+    });
+  },
+);
+
+describe(
+  "startAcpServerInSandbox in a docker sandbox: the agent's own WebSocket ACP server",
+  { skip: engineSkip, timeout: 180_000 },
+  () => {
+    it("starts the server in the container and connects through the sandbox's channel", async () => {
+      // The agent's server: ai-acp's WebSocket bridge in front of the bundled mock agent, run with
+      // this repository mounted at the same path (the bridge needs its `ws` dependency).
+      const bridge = path.join(repoRoot, "packages/ai-acp/dist/src/bin/acp-ws-bridge.js");
+      const mock = Buffer.from(MOCK_IN_CONTAINER, "utf8").toString("base64");
+      const port = await freePort();
+      const harness = acpCompatible({
+        name: "mock",
+        openTransport: async ({ sandbox, harnessCwd, signal }) => {
+          const server = await startAcpServerInSandbox(sandbox, {
+            port,
+            cwd: harnessCwd,
+            command: `node ${bridge} 127.0.0.1 ${port} ${mock}`,
+            readyMarker: "LISTENING",
+            buildWsUrl: ({ channel, port }) => `${channel.url.replace(/^http/i, "ws")}:${port}`,
+            signal,
+          });
+          const ws = await server.connect(signal);
+          return {
+            kind: "stream",
+            stream: ws.stream,
+            dispose: async () => {
+              ws.close();
+              await server.dispose();
+            },
+          };
+        },
+      });
+      const sandbox = defineSandbox({
+        id: "own-ws-server",
+        provider: testProvider({
+          mounts: [{ source: repoRoot, target: repoRoot, readOnly: true }],
+          ports: [port],
+        }),
+      });
+      try {
+        const instance = await sandbox.start();
+        assert.equal(instance.channel?.url, "http://127.0.0.1");
+        const reached = await instance.channel!.reach(port);
+        if (TEST_NETWORK === "host") assert.equal(reached, port, "host network: the port itself");
+        const chunks = await collect(
+          chat({
+            adapter: harness("m"),
+            messages: [user("echo over the container's websocket")],
+            middleware: [withSandbox(sandbox)],
+          }),
+        );
+        assert.equal(texts(chunks), "over the container's websocket", JSON.stringify(terminal(chunks)));
+      } finally {
+        await harness.dispose();
+        await sandbox.dispose();
       }
     });
   },

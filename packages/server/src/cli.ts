@@ -1,45 +1,68 @@
-import { statSync } from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import type { ConfigFile } from "./config.js";
-import { defaultDataDir } from "./data-dir.js";
+import { ConfigError } from "./config-error.js";
 import { isLoopback, startServer, type RunningServer } from "./server.js";
 import { StoreLockedError } from "./store/event-store.js";
-import type { LogLevel } from "./log.js";
+import {
+  configFileOf,
+  existingDirectory,
+  resolveWorkdir,
+  SETTINGS,
+  settingOptions,
+  Settings,
+  type UsageError,
+} from "./settings.js";
 import { VERSION } from "./version.js";
 
 const HELP = `sandbox-agent ${VERSION}: run ACP coding agents and control them over HTTP.
 
 Usage:
-  sandbox-agent server [options]     start the server (default 127.0.0.1:2468)
-  sandbox-agent install-agent ID [--version V] [--json] [--data-dir DIR] [--config FILE]
-                                     install an agent from npm into the data directory
-  sandbox-agent agents [--json] [--data-dir DIR] [--config FILE]
-                                     list agents, install state and versions
-  sandbox-agent --help | --version
+  sandbox-agent server [options]       start the server (default 127.0.0.1:2468)
+  sandbox-agent install-agent ID       install an agent from npm into the data directory
+  sandbox-agent agents                 list agents, install state and versions
+  sandbox-agent help [COMMAND]         this help, or a command's (also COMMAND --help)
+  sandbox-agent --version
 
-Server options:
-  --host HOST             address to bind (default 127.0.0.1; a non-loopback address needs --token)
-  --port PORT             port (default 2468; 0 picks a free one)
-  --token TOKEN           require Authorization: Bearer TOKEN (also $SANDBOX_AGENT_TOKEN)
-  --no-token              run without a token even on a non-loopback address (not recommended)
-  --config FILE           JSON config: { "agents": { "<id>": { "command", "args", "env", "passEnv", "cwd" } }, ... }
-  --default-agent ID      agent for initialize requests that name none
-  --auto-install          install a missing agent on initialize (else 409 saying how to install it)
-  --allow-origin ORIGIN   allow browser requests from ORIGIN (repeatable)
-  --allow-host HOST       accept this Host header besides loopback names (repeatable)
-  --workdir DIR           working directory for agents (default: current directory)
-  --fs-root DIR           root of the filesystem API /v2/fs/* (default: the workdir)
-  --fs-max-upload BYTES   largest file upload accepted (default: unlimited)
-  --data-dir DIR          data directory (default $SANDBOX_AGENT_DATA_DIR or ~/.local/share/sandbox-agent);
-                          connections and their events are kept there and survive a restart
-  --in-memory             keep connections and events in memory only (tests, throwaway servers)
-  --fsync                 fdatasync events before delivering them, to survive a power loss too
-  --log-level LEVEL       debug | info | warn | error (default info)
+Run 'sandbox-agent server --help' for the server's options.
+`;
+
+const SERVER_HELP = `Usage: sandbox-agent server [options]
+
+Options (each also from an environment variable, or a key of the config file):
+  -H, --host HOST             address to bind (default 127.0.0.1; a non-loopback address needs a token)
+  -p, --port PORT             port (default 2468; 0 picks a free one)
+  -t, --token TOKEN           require Authorization: Bearer TOKEN (must not be empty)
+      --no-token              run without a token even on a non-loopback address (not recommended)
+  -c, --config FILE           JSON config file (agents, limits, and every setting here by its key)
+  -a, --default-agent ID      agent for an initialize that names none (unset: such an initialize is a 400)
+  -w, --workdir DIR           agents' working directory (default <data-dir>/workspace; must exist)
+      --fs-root DIR           root of the filesystem API /v2/fs/* (default the workdir; must exist)
+  -d, --data-dir DIR          data directory (default $XDG_DATA_HOME/sandbox-agent or ~/.local/share/sandbox-agent)
+  -l, --log-level LEVEL       debug | info | warn | error (default info)
+      --log-format FORMAT     text | json (one object per line) (default text)
+      --allow-client-env NAMES  variables every agent accepts from clients in initialize (comma-separated,
+                              repeatable; "*" for any); per agent: config agents.<id>.clientEnv
+      --auto-install          install a missing agent on initialize (else 409 saying how to install it)
+      --allow-origin ORIGIN   allow browser requests from ORIGIN (repeatable)
+      --allow-host HOST       accept this Host header besides loopback names (repeatable)
+      --fs-max-upload BYTES   largest file upload accepted (default: unlimited)
+      --in-memory             keep connections and events in memory only (default: in <data-dir>, where
+                              they survive a restart); config key eventLog.inMemory
+      --fsync                 fdatasync events before delivering them, to survive a power loss too;
+                              config key eventLog.fsync
+  -h, --help                  this help
+
+Environment variables and config keys (precedence: flag > environment > config file > default):
+${Object.values(SETTINGS)
+  .map((s) => `  --${s.flag.padEnd(18)} $${s.env.padEnd(32)} ${s.key ?? "-"}`)
+  .join("\n")}
+An empty environment variable counts as unset, except $SANDBOX_AGENT_TOKEN, which is refused.
 
 SIGINT/SIGTERM stop every agent (SIGTERM, then SIGKILL after limits.killGraceMs) and exit; a second
 signal SIGKILLs them at once.
 
-Exit codes: 0 clean shutdown, 1 runtime error, 2 usage or configuration error.
+Exit codes: 0 clean shutdown, 1 runtime error (e.g. the port is in use), 2 usage or configuration error.
 `;
 
 function fail(message: string): never {
@@ -47,84 +70,121 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/** A runtime error the user can fix: one line saying what to do, exit 1, no stack trace. */
+function fatal(message: string): never {
+  process.stderr.write(`sandbox-agent: ${message}\n`);
+  process.exit(1);
+}
+
+async function loadConfig(file: string | undefined, usageError: UsageError): Promise<ConfigFile> {
+  // config.js validates with zod: imported only when there is a file to validate.
+  return file === undefined ? {} : (await import("./config.js")).loadConfigOr(file, usageError);
+}
+
 async function serverCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      host: { type: "string" },
-      port: { type: "string" },
-      token: { type: "string" },
+      ...settingOptions(),
       "no-token": { type: "boolean" },
-      config: { type: "string" },
-      "default-agent": { type: "string" },
       "auto-install": { type: "boolean" },
       "allow-origin": { type: "string", multiple: true },
       "allow-host": { type: "string", multiple: true },
-      workdir: { type: "string" },
-      "fs-root": { type: "string" },
       "fs-max-upload": { type: "string" },
-      "data-dir": { type: "string" },
       "in-memory": { type: "boolean" },
       fsync: { type: "boolean" },
-      "log-level": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return;
+  if (values.help) return void process.stdout.write(SERVER_HELP);
+  const configFile = configFileOf(values, process.env);
+  const config = await loadConfig(configFile, fail);
+  const settings = new Settings(
+    {
+      flags: values,
+      env: process.env,
+      config,
+      configDir: configFile === undefined ? undefined : path.dirname(path.resolve(configFile)),
+    },
+    fail,
+  );
+  const host = settings.string("host")?.value ?? "127.0.0.1";
+  const port = settings.port();
+  if (values["no-token"] && settings.pick("token")?.from === "--token")
+    fail("--token and --no-token exclude each other");
+  // --no-token is a flag: it wins over a token from the environment or the config file.
+  const token = values["no-token"] ? undefined : settings.token();
+  if (!isLoopback(host) && token === undefined && !values["no-token"]) {
+    fail(`refusing to listen on ${host} without a token (--token; pass --no-token to accept the risk)`);
   }
-  // config.js validates with zod: imported only when there is a file to validate.
-  const config: ConfigFile = values.config
-    ? (await import("./config.js")).loadConfigOr(values.config, fail)
-    : {};
-  const host = values.host ?? "127.0.0.1";
-  const port = values.port === undefined ? 2468 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`invalid --port ${values.port}`);
-  const token = values.token ?? process.env.SANDBOX_AGENT_TOKEN;
-  if (values.token && values["no-token"]) fail("--token and --no-token exclude each other");
-  if (!isLoopback(host) && !token && !values["no-token"]) {
-    fail(`refusing to listen on ${host} without --token (pass --no-token to accept the risk)`);
-  }
-  const fsRoot = values["fs-root"];
-  if (fsRoot !== undefined && !statSync(fsRoot, { throwIfNoEntry: false })?.isDirectory()) {
-    fail(`--fs-root ${fsRoot} is not a directory`);
-  }
+  const dataDir = settings.dataDir();
+  const workdir = resolveWorkdir(settings.path("workdir"), dataDir, fail);
+  const fsRootGiven = settings.path("fsRoot");
+  const fsRoot = fsRootGiven === undefined ? workdir : existingDirectory(fsRootGiven, fail);
   const fsMaxUpload = values["fs-max-upload"] === undefined ? undefined : Number(values["fs-max-upload"]);
   if (fsMaxUpload !== undefined && !(Number.isSafeInteger(fsMaxUpload) && fsMaxUpload >= 0)) {
     fail(`invalid --fs-max-upload ${values["fs-max-upload"]}`);
   }
-  const logLevel = (values["log-level"] ?? "info") as LogLevel;
-  if (!["debug", "info", "warn", "error"].includes(logLevel)) fail(`invalid --log-level ${logLevel}`);
-  const running = await startServer({
-    host,
-    port,
-    token: values["no-token"] ? undefined : token,
-    agents: config.agents,
-    defaultAgent: values["default-agent"] ?? config.defaultAgent,
-    autoInstall: values["auto-install"] ?? config.autoInstall,
-    allowedOrigins: [...(config.allowedOrigins ?? []), ...(values["allow-origin"] ?? [])],
-    allowedHosts: [...(config.allowedHosts ?? []), ...(values["allow-host"] ?? [])],
-    dataDir: values["data-dir"] ?? defaultDataDir(),
-    workdir: values.workdir,
-    fsRoot,
-    fsMaxUploadBytes: fsMaxUpload,
-    limits: config.limits,
-    processLimits: config.processes,
-    eventLog: {
-      ...config.eventLog,
-      ...(values["in-memory"] ? { inMemory: true } : {}),
-      ...(values.fsync ? { fsync: true } : {}),
-    },
-    logLevel,
-  });
-  process.stdout.write(`sandbox-agent listening on ${running.url}\n`);
-  process.stdout.write(
-    `sandbox-agent inspector at ${running.url}/ui/${token && !values["no-token"] ? " (it asks for the token)" : ""}\n`,
-  );
+  let running: RunningServer;
+  try {
+    running = await startServer({
+      host,
+      port,
+      token,
+      agents: config.agents,
+      defaultAgent: settings.string("defaultAgent")?.value,
+      autoInstall: values["auto-install"] ?? config.autoInstall,
+      allowClientEnv: settings.list("allowClientEnv"),
+      allowedOrigins: [...(config.allowedOrigins ?? []), ...(values["allow-origin"] ?? [])],
+      allowedHosts: [...(config.allowedHosts ?? []), ...(values["allow-host"] ?? [])],
+      dataDir,
+      workdir,
+      fsRoot,
+      fsMaxUploadBytes: fsMaxUpload,
+      limits: config.limits,
+      processLimits: config.processes,
+      eventLog: {
+        ...config.eventLog,
+        ...(values["in-memory"] ? { inMemory: true } : {}),
+        ...(values.fsync ? { fsync: true } : {}),
+      },
+      logLevel: settings.logLevel(),
+      logFormat: settings.logFormat(),
+    });
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    // A data directory in use by another server: the message says what to do.
+    if (error instanceof StoreLockedError) fatal(error.message);
+    const hint = listenProblem(error, host, port);
+    if (hint) fatal(hint);
+    throw error;
+  }
+  const out = (line: string) => process.stdout.write(`sandbox-agent ${line}\n`);
+  out(`listening on ${running.url}`);
+  out(`inspector at ${running.url}/ui/${token !== undefined ? " (it asks for the token)" : ""}`);
+  out(`workdir ${workdir}${fsRoot === workdir ? "" : `, file API root ${fsRoot}`}`);
   handleSignals(running);
   lastResort(running);
+}
+
+/** One line saying what to do when the listener could not be opened, else undefined. */
+function listenProblem(error: unknown, host: string, port: number): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const where = `${host}:${port}`;
+  switch (code) {
+    case "EADDRINUSE":
+      return `${where} is in use (another server?): stop it, or pick another port with --port (0 picks a free one)`;
+    case "EACCES":
+      return `not allowed to listen on ${where}: ports below 1024 need privileges; pick another with --port`;
+    case "EADDRNOTAVAIL":
+      return `${host} is not an address of this machine: pick one it has with --host (default 127.0.0.1)`;
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return `cannot resolve --host ${host}: give an IP address or a name this machine resolves`;
+    default:
+      return undefined;
+  }
 }
 
 /**
@@ -164,7 +224,7 @@ function handleSignals(running: RunningServer): void {
  */
 function lastResort(running: RunningServer): void {
   let failing = false;
-  const fatal = (error: unknown): void => {
+  const fatalError = (error: unknown): void => {
     process.stderr.write(
       `sandbox-agent: internal error, stopping every agent and exiting: ${
         error instanceof Error ? (error.stack ?? error.message) : String(error)
@@ -182,24 +242,42 @@ function lastResort(running: RunningServer): void {
       2 * running.limits.killGraceMs + 1000,
     ).unref();
   };
-  process.on("uncaughtException", fatal);
-  process.on("unhandledRejection", fatal);
+  process.on("uncaughtException", fatalError);
+  process.on("unhandledRejection", fatalError);
   // Lost stdout/stderr (a supervisor that closed its end) must not end the server with EPIPE.
   process.stdout.on("error", () => {});
   process.stderr.on("error", () => {});
 }
 
+/**
+ * A reader that stopped reading (`sandbox-agent agents | head`) is no error: exit quietly, as
+ * Unix tools do, instead of crashing on EPIPE.
+ */
+function exitQuietlyOnEpipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EPIPE") process.exit(0);
+      throw error;
+    });
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === "--version" || command === "-v") return void process.stdout.write(`${VERSION}\n`);
+  if (command === "help" && rest[0] !== undefined) return main([rest[0], "--help"]);
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
     return void process.stdout.write(HELP);
   }
   if (command === "server") return serverCommand(rest);
-  // The agent commands share the control plane's zod schemas: imported only when run.
-  if (command === "install-agent")
-    return (await import("./agent-commands.js")).installAgentCommand(rest, fail);
-  if (command === "agents") return (await import("./agent-commands.js")).listAgentsCommand(rest, fail);
+  if (command === "install-agent" || command === "agents") {
+    exitQuietlyOnEpipe();
+    // The agent commands share the control plane's zod schemas: imported only when run.
+    const commands = await import("./agent-commands.js");
+    return command === "install-agent"
+      ? commands.installAgentCommand(rest, fail)
+      : commands.listAgentsCommand(rest, fail);
+  }
   fail(`unknown command ${JSON.stringify(command)}`);
 }
 
@@ -207,11 +285,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS")) {
     fail(error.message);
   }
-  // A data directory in use by another server: the message says what to do, a stack would not help.
-  if (error instanceof StoreLockedError) {
-    process.stderr.write(`sandbox-agent: ${error.message}\n`);
-    process.exit(1);
-  }
+  if (error instanceof ConfigError) fail(error.message);
   process.stderr.write(
     `sandbox-agent: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );

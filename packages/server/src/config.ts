@@ -1,17 +1,27 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import type { AgentSpec } from "./agents/types.js";
+import type { AgentConfigEntry, AgentSpec } from "./agents/types.js";
+import { ConfigError } from "./config-error.js";
 import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from "./processes/limits.js";
 import { LIMIT_NAMES, type RuntimeLimits } from "./runtime/options.js";
 import type { EventLogOptions } from "./store/event-store.js";
 
-const agentSpecSchema = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  passEnv: z.array(z.string()).optional(),
-  cwd: z.string().optional(),
-});
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a variable name");
+
+const agentEntrySchema = z
+  .strictObject({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    passEnv: z.array(envName).optional(),
+    /** Variables clients may set in `initialize` (`"*"`: any name), besides `passEnv`. */
+    clientEnv: z.array(z.union([envName, z.literal("*")])).optional(),
+    cwd: z.string().optional(),
+  })
+  .refine((entry) => entry.command !== undefined || entry.args === undefined, {
+    message: '"args" needs a "command" (an entry without one adjusts the built-in agent of that id)',
+    path: ["args"],
+  }) satisfies z.ZodType<AgentConfigEntry>;
 
 const limitsSchema = z.strictObject(
   Object.fromEntries(LIMIT_NAMES.map((k) => [k, z.number().int().positive().optional()])) as {
@@ -34,9 +44,24 @@ const eventLogSchema = z.strictObject({
   retentionMs: z.number().int().positive().optional(),
 }) satisfies z.ZodType<Partial<EventLogOptions>>;
 
-/** The `--config FILE` format. Unknown keys are rejected so typos don't pass silently. */
+/**
+ * The `--config FILE` format. Unknown keys are rejected so typos don't pass silently. The server
+ * settings (`host` … `logFormat`) come after flags and environment variables: flag > env > config.
+ */
 export const configFileSchema = z.strictObject({
-  agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i), agentSpecSchema).optional(),
+  host: z.string().min(1).optional(),
+  port: z.number().int().min(0).max(65535).optional(),
+  /** Prefer `$SANDBOX_AGENT_TOKEN`; a config file holding a token should be readable by the server's user only. */
+  token: z.string().min(1).optional(),
+  /** Relative paths are relative to the config file's directory. */
+  workdir: z.string().min(1).optional(),
+  fsRoot: z.string().min(1).optional(),
+  dataDir: z.string().min(1).optional(),
+  logLevel: z.enum(["debug", "info", "warn", "error"]).optional(),
+  logFormat: z.enum(["text", "json"]).optional(),
+  /** Variables every agent accepts from clients (same as `--allow-client-env`). */
+  allowClientEnv: z.array(z.union([envName, z.literal("*")])).optional(),
+  agents: z.record(z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i), agentEntrySchema).optional(),
   defaultAgent: z.string().optional(),
   /** Install a missing built-in agent on `initialize` (same as `--auto-install`). */
   autoInstall: z.boolean().optional(),
@@ -50,8 +75,6 @@ export const configFileSchema = z.strictObject({
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
-
-export class ConfigError extends Error {}
 
 export function loadConfigFile(file: string): ConfigFile {
   let text: string;
@@ -86,4 +109,5 @@ export function loadConfigOr(file: string, usageError: (message: string) => neve
   }
 }
 
+export { ConfigError };
 export type { AgentSpec };

@@ -4,7 +4,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
-import type { AgentSpec } from "./agents/types.js";
+import type { AgentConfigEntry } from "./agents/types.js";
 import { healthRoute } from "./control-plane/health.js";
 import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
@@ -12,7 +12,11 @@ import { sendProblem } from "./http/problem.js";
 import { requestUrl, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { unavailable } from "./http/unavailable.js";
-import { createLogger, type Logger, type LogLevel } from "./log.js";
+import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.js";
+import { observeRequest } from "./observability/access-log.js";
+import { connectionEvents } from "./observability/connection-events.js";
+import { ServerMetrics } from "./observability/metrics.js";
+import { metricsRoute } from "./observability/metrics-route.js";
 import { ProcessManager } from "./processes/manager.js";
 import type { ProcessLimits } from "./processes/limits.js";
 import { TicketBook } from "./http/tickets.js";
@@ -41,13 +45,19 @@ export interface ServerOptions {
   token?: string;
   allowedOrigins?: string[];
   allowedHosts?: string[];
-  agents?: Record<string, AgentSpec>;
+  /** Config agents: with `command` an agent of their own, without one an adjusted built-in. */
+  agents?: Record<string, AgentConfigEntry>;
   /** Agent used when `initialize` names none. Unset: such an initialize is a 400. */
   defaultAgent?: string;
+  /** Variables every agent accepts from clients in `initialize` (`"*"`: any), besides its own list. */
+  allowClientEnv?: string[];
   dataDir: string;
   /** Install an agent that is not installed yet on `initialize` (else 409 with how to install it). */
   autoInstall?: boolean;
-  /** Working directory of agent processes (and default root of the filesystem API). */
+  /**
+   * Working directory of agent processes (and default root of the filesystem API); default
+   * `<dataDir>/workspace`, created if missing (never the server's own working directory).
+   */
   workdir?: string;
   /** Root of the filesystem API (`/v2/fs/*`); default: `workdir`. */
   fsRoot?: string;
@@ -59,6 +69,8 @@ export interface ServerOptions {
   /** The event log: on disk under `dataDir` (default) or `inMemory`, `fsync`, retention. */
   eventLog?: Partial<EventLogOptions>;
   logLevel?: LogLevel;
+  /** `text` (default) or `json`: one object per line. */
+  logFormat?: LogFormat;
   logger?: Logger;
 }
 
@@ -89,7 +101,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? "127.0.0.1";
   const budget = descriptorBudget();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...budget.defaults, ...options.limits };
-  const workdir = options.workdir ?? process.cwd();
+  const workdir = options.workdir ?? path.join(options.dataDir, "workspace");
+  mkdirSync(workdir, { recursive: true });
   mkdirSync(path.join(options.dataDir, "logs"), { recursive: true });
   const logFile = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
   let logFileFailed = false;
@@ -100,10 +113,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const logger =
     options.logger ??
-    createLogger(options.logLevel ?? "info", (line) => {
-      process.stderr.write(line);
-      if (!logFileFailed) logFile.write(line);
-    });
+    createLogger(
+      options.logLevel ?? "info",
+      (line) => {
+        process.stderr.write(line);
+        if (!logFileFailed) logFile.write(line);
+      },
+      options.logFormat,
+    );
   if (budget.limit !== undefined && descriptorsNeeded(limits) > budget.limit - budget.inUse) {
     logger.warn(
       "limits.maxConnections and limits.maxSockets exceed the descriptor limit: expect 503s from failed spawns",
@@ -114,15 +131,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
     );
   }
-  const registry = new AgentRegistry(options.agents, options.dataDir);
+  const registry = new AgentRegistry(options.agents, options.dataDir, { clientEnv: options.allowClientEnv });
   const guard = new OrphanGuard(limits.killGraceMs, logger);
   const store = openStore(options, logger);
+  const metrics = new ServerMetrics();
   const connections = new ConnectionRegistry({
     idleMs: limits.idleMs,
     maxConnections: limits.maxConnections,
     logger,
     guard,
     store,
+    observer: connectionEvents(logger, metrics),
   });
   const processes = new ProcessManager({ workdir, limits: options.processLimits, logger });
   const fsRoot = options.fsRoot ?? workdir;
@@ -158,7 +177,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const tickets = new TicketBook(RPC_TICKET_TTL_MS);
   const router = new Router()
     .add(...rpcRoutes(rpc, tickets))
-    .add(healthRoute({ connections, workdir }))
+    .add(healthRoute({ connections, workdir, fsRoot }))
+    .add(metricsRoute({ metrics, connections, processes }))
     // The rest of the control plane (agents, filesystem, OpenAPI) and zod load on first use.
     .lazy("/v2/", async () =>
       (await import("./control-plane/routes.js")).controlPlaneRoutes({
@@ -189,6 +209,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const listener = createHttpListener(
     (req, res) => {
       inFlight.track(res);
+      observeRequest(req, res, { logger, metrics });
       // Writing after the end emits "error" on the response; unheard, it would end the server.
       res.on("error", (error) => logger.warn("response error", { error: String(error) }));
       if (draining) return sendProblem(res, shuttingDown(req.httpVersionMajor));

@@ -302,11 +302,74 @@ describe("agent environment", () => {
     assert.ok(all.includes("SCOPED_URL=http://from-host"), all);
   });
 
-  it("refuses request variables the agent's entry does not name", async () => {
+  it("refuses request variables the agent's entry does not name, saying how to allow them", async () => {
     const res = await postInitialize(server, "scoped", { env: { LD_PRELOAD: "/evil.so" } });
     const problem = await expectProblem(res, 400, "bad-request");
     assert.ok(problem.detail.includes("LD_PRELOAD"), problem.detail);
+    assert.match(problem.detail, /--allow-client-env LD_PRELOAD/);
+    assert.match(problem.detail, /"clientEnv"/);
     assert.deepEqual(problem.allowedEnv, ["SCOPED_TOKEN", "SCOPED_URL"]);
+  });
+});
+
+describe("variables clients may pass (clientEnv, --allow-client-env)", () => {
+  let server: RunningServer;
+  let open: RunningServer;
+  before(async () => {
+    server = await startServer({
+      config: {
+        agents: {
+          // No command: adjusts the built-in mock agent.
+          mock: { clientEnv: ["PI_API_KEY"] },
+          keyed: { ...mockWith(), clientEnv: ["WORKSPACE_TOKEN"] },
+        },
+      },
+      // A variable clients may set is not taken from the server's environment.
+      env: { WORKSPACE_TOKEN: "host-value-must-not-leak" },
+    });
+    open = await startServer({ args: ["--allow-client-env", "*"] });
+  });
+  after(() => Promise.all([server.stop(), open.stop()]));
+
+  /** What the agent sees of `names`, given `env` in initialize. */
+  const seen = async (target: RunningServer, agent: string, env: Record<string, string>, names: string[]) => {
+    const texts: string[] = [];
+    const app = client({ name: "client-env-test" }).onNotification("session/update", ({ params }) => {
+      const u = params.update;
+      if (u.sessionUpdate === "agent_message_chunk" && u.content.type === "text") texts.push(u.content.text);
+    });
+    await app.connectWith(createHttpStream(`${target.baseUrl}/v2/rpc`), async (ctx) => {
+      await ctx.request("initialize", {
+        protocolVersion: 1,
+        clientCapabilities: {},
+        _meta: { "sandboxagent.dev": { agent, env } },
+      });
+      const { sessionId } = await ctx.request("session/new", { cwd: process.cwd(), mcpServers: [] });
+      await ctx.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: names.map((n) => `env ${n}`).join("; ") }],
+      });
+    });
+    return texts.join("\n");
+  };
+
+  it("a config entry without a command lets clients pass more variables to a built-in agent", async () => {
+    const all = await seen(server, "mock", { PI_API_KEY: "pi-secret" }, ["PI_API_KEY"]);
+    assert.ok(all.includes("PI_API_KEY=pi-secret"), all);
+    const info = (await (await fetch(`${server.baseUrl}/v2/agents/mock`)).json()) as { clientEnv: string[] };
+    assert.ok(info.clientEnv.includes("PI_API_KEY"), JSON.stringify(info));
+  });
+
+  it("clientEnv admits a variable from clients without taking it from the server's environment", async () => {
+    assert.ok((await seen(server, "keyed", {}, ["WORKSPACE_TOKEN"])).includes("WORKSPACE_TOKEN=(unset)"));
+    const all = await seen(server, "keyed", { WORKSPACE_TOKEN: "from-client" }, ["WORKSPACE_TOKEN"]);
+    assert.ok(all.includes("WORKSPACE_TOKEN=from-client"), all);
+    await expectProblem(await postInitialize(server, "keyed", { env: { OTHER: "x" } }), 400, "bad-request");
+  });
+
+  it('--allow-client-env "*" lets clients pass any variable to every agent', async () => {
+    const all = await seen(open, "mock", { ANY_NAME: "anything" }, ["ANY_NAME"]);
+    assert.ok(all.includes("ANY_NAME=anything"), all);
   });
 });
 

@@ -8,7 +8,7 @@ import { RawConnection } from "./support/rpc.js";
 
 const noisyLog = stdinLog();
 
-describe("backpressure (T-BP)", () => {
+describe("backpressure", () => {
   let server: RunningServer;
 
   before(async () => {
@@ -26,7 +26,7 @@ describe("backpressure (T-BP)", () => {
   });
   after(() => server.stop());
 
-  it("T-BP-01: a client that never reads while the agent floods is closed after the stall; memory stays bounded", async () => {
+  it("a client that never reads while the agent floods is closed after the stall; memory stays bounded", async () => {
     const conn = await RawConnection.open(server, "noisy");
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
@@ -51,7 +51,7 @@ describe("backpressure (T-BP)", () => {
     await resumed.done;
   });
 
-  it("T-BP-02: a slow reader gets every event in order while the server stays bounded", async () => {
+  it("a slow reader gets every event in order while the server stays bounded", async () => {
     const conn = await RawConnection.open(server);
     const first = await conn.openSse();
     const sessionId = await conn.newSession(first);
@@ -89,7 +89,7 @@ describe("backpressure (T-BP)", () => {
     assert.ok(maxGrowth < 48 * 1024 * 1024, `server grew by ${maxGrowth} bytes for ~10 MB streamed`);
   });
 
-  it("T-BP-03: a line over the message limit closes the connection with a logged reason, not an OOM", async () => {
+  it("a line over the message limit closes the connection with a logged reason, not an OOM", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);

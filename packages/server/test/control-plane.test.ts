@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
 import { AgentRegistry } from "../src/agents/registry.js";
@@ -6,6 +7,8 @@ import { healthRoute } from "../src/control-plane/health.js";
 import { controlPlaneRoutes } from "../src/control-plane/routes.js";
 import type { OpenApiDocument } from "../src/control-plane/schema-route.js";
 import { createLogger } from "../src/log.js";
+import { ServerMetrics } from "../src/observability/metrics.js";
+import { metricsRoute } from "../src/observability/metrics-route.js";
 import { ProcessManager } from "../src/processes/manager.js";
 import { ConnectionRegistry } from "../src/runtime/connections.js";
 import { TicketBook } from "../src/http/tickets.js";
@@ -31,17 +34,22 @@ function routeTable(): string[] {
     logger,
     store: memoryStore(),
   });
+  const processes = new ProcessManager({ workdir: tempDir(), logger });
   const routes = controlPlaneRoutes({
     registry: new AgentRegistry({}, tempDir()),
     connections,
     dataDir: tempDir(),
     workdir: tempDir(),
     fsRoot: tempDir(),
-    processes: new ProcessManager({ workdir: tempDir(), logger }),
+    processes,
     logger,
   });
   return [
-    ...[...routes, healthRoute({ connections, workdir: tempDir() })].map((r) => `${r.method} ${r.path}`),
+    ...[
+      ...routes,
+      healthRoute({ connections, workdir: tempDir(), fsRoot: tempDir() }),
+      metricsRoute({ metrics: new ServerMetrics(), connections, processes }),
+    ].map((r) => `${r.method} ${r.path}`),
     ...rpcRoutes(
       {
         connections,
@@ -63,9 +71,11 @@ async function problemOf(response: Response): Promise<Record<string, unknown>> {
 describe("control plane", () => {
   let server: RunningServer;
   let doc: OpenApiDocument;
+  let fsRoot: string;
 
   before(async () => {
-    server = await startServer({ args: ["--fs-root", tempDir("cp-root-")] });
+    fsRoot = tempDir("cp-root-");
+    server = await startServer({ args: ["--fs-root", fsRoot] });
     const response = await fetch(`${server.baseUrl}/v2/openapi.json`);
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
@@ -73,17 +83,25 @@ describe("control plane", () => {
   });
   after(() => server.stop());
 
-  it("GET /v2/health reports status, version, uptime, connections and the workdir", async () => {
+  it("GET /v2/health reports status, version, uptime, connections, the workdir and the file API root", async () => {
     const response = await fetch(`${server.baseUrl}/v2/health`);
     assert.equal(response.status, 200);
     const body = (await response.json()) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body).sort(), ["connections", "status", "uptimeMs", "version", "workdir"]);
+    assert.deepEqual(Object.keys(body).sort(), [
+      "connections",
+      "fsRoot",
+      "status",
+      "uptimeMs",
+      "version",
+      "workdir",
+    ]);
     assert.equal(body.status, "ok");
     assert.equal(typeof body.version, "string");
     assert.ok(Number.isInteger(body.uptimeMs) && (body.uptimeMs as number) >= 0);
     assert.equal(body.connections, 0);
-    // The agents' working directory, absolute (the server ran in the test's cwd).
-    assert.equal(body.workdir, process.cwd());
+    // Without --workdir: <data-dir>/workspace, never the server's own working directory.
+    assert.equal(body.workdir, path.join(server.dataDir, "workspace"));
+    assert.equal(body.fsRoot, fsRoot);
   });
 
   it("openapi.json is an OpenAPI 3.1 document with the problem schema as a component", () => {

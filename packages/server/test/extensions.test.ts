@@ -124,6 +124,7 @@ describe("Sandbox extensions", () => {
         ended: false,
         eventCount: updatesFor(sse, sessionId).length,
         model: "mock-fast",
+        mode: "default",
       },
     );
     assert.ok((meta.eventCount as number) >= 1);
@@ -136,12 +137,14 @@ describe("Sandbox extensions", () => {
       sessionId,
       metadata: { variant: "a", skills: ["x"] },
     });
-    assert.deepEqual(sandboxMeta(first.result), { variant: "a", skills: ["x"] });
+    // The answer shows the stored metadata as session/list does: model and mode as the agent reports them.
+    const current = { model: "mock-fast", mode: "default" };
+    assert.deepEqual(sandboxMeta(first.result), { variant: "a", skills: ["x"], ...current });
     const second = await conn.call(sse, "_sandboxagent/session/set_metadata", {
       sessionId,
       _meta: { [META]: { variant: "b", skills: null, permissionMode: "ask" } },
     });
-    assert.deepEqual(sandboxMeta(second.result), { variant: "b", permissionMode: "ask" });
+    assert.deepEqual(sandboxMeta(second.result), { variant: "b", permissionMode: "ask", ...current });
     const meta = sandboxMeta(await listEntry(conn, sse, sessionId));
     assert.equal(meta.variant, "b");
     assert.equal(meta.permissionMode, "ask");
@@ -214,6 +217,64 @@ describe("Sandbox extensions", () => {
     const meta = sandboxMeta(await listEntry(conn, sse, sessionId));
     assert.equal(meta.variant, undefined);
     assert.equal(meta.model, "mock-fast");
+  });
+
+  it("model and mode given at session/new are applied before the answer, which shows them", async () => {
+    const created = await conn.call(sse, "session/new", {
+      cwd: process.cwd(),
+      mcpServers: [],
+      _meta: { [META]: { model: "mock-smart", mode: "plan" } },
+    });
+    assert.equal(created.error, undefined, JSON.stringify(created.error));
+    const sessionId = created.result!.sessionId!;
+    const options = created.result!.configOptions as Array<{ id: string; currentValue: string }>;
+    assert.equal(options.find((o) => o.id === "model")?.currentValue, "mock-smart");
+    assert.equal((created.result!.modes as { currentModeId: string }).currentModeId, "plan");
+    assert.deepEqual(
+      receivedFor(loggedLog, "session/set_config_option", sessionId).map((m) => m.params!.value),
+      ["mock-smart"],
+    );
+    assert.deepEqual(
+      receivedFor(loggedLog, "session/set_mode", sessionId).map((m) => m.params!.modeId),
+      ["plan"],
+    );
+    // The switches' own notifications are folded into the answer, not sent before it.
+    assert.deepEqual(updatesFor(sse, sessionId), []);
+    // list_models, session/list and set_metadata agree with the agent.
+    const models = await conn.call(sse, "_sandboxagent/session/list_models", { sessionId });
+    assert.equal(models.result!.currentModelId, "mock-smart");
+    const listed = sandboxMeta(await listEntry(conn, sse, sessionId));
+    assert.equal(listed.model, "mock-smart");
+    assert.equal(listed.mode, "plan");
+    const set = await conn.call(sse, "_sandboxagent/session/set_metadata", {
+      sessionId,
+      metadata: { variant: "v" },
+    });
+    assert.deepEqual(sandboxMeta(set.result), { model: "mock-smart", mode: "plan", variant: "v" });
+    const turn = await conn.prompt(sse, sessionId, "echo after the switch");
+    assert.equal(turn.result?.stopReason, "end_turn");
+  });
+
+  it("a model the agent refuses at session/new fails the request clearly and closes the session", async () => {
+    const created = await conn.call(sse, "session/new", {
+      cwd: process.cwd(),
+      mcpServers: [],
+      _meta: { [META]: { model: "no-such-model" } },
+    });
+    assert.equal(created.result, undefined);
+    assert.equal(created.error?.code, -32602);
+    assert.match(created.error!.message, /^session\/new: The agent rejected model/);
+    assert.equal(created.error?.data?.key, "model");
+    const sessionId = created.error!.data!.sessionId as string;
+    assert.equal(typeof sessionId, "string");
+    await waitFor(
+      () => receivedFor(loggedLog, "session/close", sessionId).length === 1,
+      10_000,
+      "session/close of the refused session",
+    );
+    const list = await conn.call(sse, "session/list", {});
+    const ids = (list.result!.sessions as ListEntry[]).map((s) => s.sessionId);
+    assert.ok(!ids.includes(sessionId), "the refused session is not listed");
   });
 
   it("mode: forwarded as session/set_mode", async () => {

@@ -116,7 +116,7 @@ const json = { "content-type": "application/json" };
 const rpc = (id: number, method: string, params: Record<string, unknown>) =>
   JSON.stringify({ jsonrpc: "2.0", id, method, params });
 
-describe("HTTP/2 cleartext with prior knowledge on the HTTP/1.1 port (T-SSE-10, H3.3, H11.4)", () => {
+describe("HTTP/2 cleartext with prior knowledge on the HTTP/1.1 port", () => {
   let server: RunningServer;
   let session: ClientHttp2Session;
 

@@ -9,7 +9,7 @@ import { WebSocket } from "ws";
 const TOKEN = "interop-token";
 const transports: Array<{ label: string; stream: (server: RunningServer) => Stream }> = [
   {
-    label: "createHttpStream (T-SSE-11)",
+    label: "createHttpStream",
     stream: (server) => createHttpStream(`${server.baseUrl}/v2/rpc`, { headers: server.headers() }),
   },
   {

@@ -1,10 +1,23 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { describe, it } from "node:test";
-import { waitFor } from "@sandbox-agent/testkit";
+import { readFileSync } from "node:fs";
+import { processesWith, waitFor } from "@sandbox-agent/testkit";
 import { createLogger } from "../src/log.js";
 import { OrphanGuard } from "../src/runtime/orphan-guard.js";
 import { isRunning } from "./support/procs.js";
+
+/** This test process' orphan-guard watchers (other servers on the machine have their own). */
+function ourWatchers(): number[] {
+  return processesWith("orphan-guard").filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === process.pid;
+    } catch {
+      return false;
+    }
+  });
+}
 
 function recordingLogger(): { lines: string[]; logger: ReturnType<typeof createLogger> } {
   const lines: string[] = [];
@@ -29,9 +42,10 @@ describe("orphan guard", () => {
     const group = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
     try {
       guard.add(group.pid!);
+      await waitFor(() => ourWatchers().length === 1, 5000, "the watcher");
       guard.close();
       // The watcher exits on `done` without signalling; the group must outlive it.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitFor(() => ourWatchers().length === 0, 5000, "the watcher gone");
       assert.ok(isRunning(group.pid!));
     } finally {
       group.kill("SIGKILL");

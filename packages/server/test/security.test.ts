@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { startServer, type RunningServer } from "@sandbox-agent/testkit";
 import { RawConnection } from "./support/rpc.js";
 
-describe("security (T-SEC)", () => {
+describe("security", () => {
   let server: RunningServer;
   const token = "s3cret-token-for-tests";
 
@@ -12,11 +12,11 @@ describe("security (T-SEC)", () => {
   });
   after(() => server.stop());
 
-  it("T-SEC-04: binds 127.0.0.1 by default", () => {
+  it("binds 127.0.0.1 by default", () => {
     assert.equal(new URL(server.baseUrl).hostname, "127.0.0.1");
   });
 
-  it("T-SEC-02: missing or wrong bearer token is 401 on POST, GET and DELETE", async () => {
+  it("missing or wrong bearer token is 401 on POST, GET and DELETE", async () => {
     const conn = await RawConnection.open(server);
     for (const authorization of [undefined, "Bearer wrong", "Basic abc", `Bearer ${token}x`]) {
       const headers: Record<string, string> = { "acp-connection-id": conn.id };
@@ -51,7 +51,7 @@ describe("security (T-SEC)", () => {
     }
   });
 
-  it("T-SEC-01: a foreign Origin is 403 on every endpoint", async () => {
+  it("a foreign Origin is 403 on every endpoint", async () => {
     for (const path of ["/v2/rpc", "/v2/health"]) {
       const response = await fetch(`${server.baseUrl}${path}`, {
         headers: server.headers({ origin: "http://evil.example" }),
@@ -78,7 +78,7 @@ describe("security (T-SEC)", () => {
     assert.equal(status, 403);
   });
 
-  it("T-SEC-06: CORS preflight and responses for an allowed origin expose the connection header", async () => {
+  it("CORS preflight and responses for an allowed origin expose the connection header", async () => {
     const preflight = await fetch(`${server.baseUrl}/v2/rpc`, {
       method: "OPTIONS",
       headers: {
@@ -105,51 +105,5 @@ describe("security (T-SEC)", () => {
     assert.notEqual(response.headers.get("access-control-allow-origin"), "*");
     assert.match(response.headers.get("access-control-expose-headers")!, /acp-connection-id/i);
     assert.equal(response.headers.get("vary"), "Origin");
-  });
-});
-
-describe("CLI", () => {
-  it("refuses a non-loopback bind without a token, with exit code 2", async () => {
-    const { spawnSync } = await import("node:child_process");
-    const { serverBin } = await import("@sandbox-agent/testkit");
-    const result = spawnSync(process.execPath, [serverBin, "server", "--host", "0.0.0.0", "--port", "0"], {
-      encoding: "utf8",
-      env: { ...process.env, SANDBOX_AGENT_TOKEN: "" },
-      timeout: 10_000,
-    });
-    assert.equal(result.status, 2);
-    assert.match(result.stderr, /without --token/);
-  });
-
-  it("--help and --version exit 0; an unknown flag or command exits 2", async () => {
-    const { spawnSync } = await import("node:child_process");
-    const { serverBin } = await import("@sandbox-agent/testkit");
-    const run = (...args: string[]) =>
-      spawnSync(process.execPath, [serverBin, ...args], { encoding: "utf8", timeout: 10_000 });
-    assert.match(run("--help").stdout, /Usage:/);
-    assert.match(run("--version").stdout, /^\d+\.\d+\.\d+/);
-    assert.equal(run("server", "--bogus").status, 2);
-    assert.equal(run("frobnicate").status, 2);
-  });
-
-  it("rejects a config file with unknown keys, and a missing one, with exit code 2", async () => {
-    const { spawnSync } = await import("node:child_process");
-    const { writeFileSync } = await import("node:fs");
-    const { serverBin, tempDir } = await import("@sandbox-agent/testkit");
-    const file = `${tempDir()}/config.json`;
-    writeFileSync(file, JSON.stringify({ agents: { a: { command: "x", arg: [] } } }));
-    const bad = spawnSync(process.execPath, [serverBin, "server", "--port", "0", "--config", file], {
-      encoding: "utf8",
-      timeout: 10_000,
-    });
-    assert.equal(bad.status, 2);
-    assert.match(bad.stderr, /agents\.a.*arg/s);
-    const missing = spawnSync(
-      process.execPath,
-      [serverBin, "server", "--port", "0", "--config", "/nope.json"],
-      { encoding: "utf8", timeout: 10_000 },
-    );
-    assert.equal(missing.status, 2);
-    assert.match(missing.stderr, /Cannot read config file/);
   });
 });

@@ -18,7 +18,7 @@ function initBody(agent: string, id: number | null | "none" = 1): string {
   });
 }
 
-describe("initialize (T-INIT)", () => {
+describe("initialize", () => {
   let server: RunningServer;
   const post = (body: string, headers: Record<string, string> = {}) =>
     fetch(`${server.baseUrl}/v2/rpc`, {
@@ -44,7 +44,7 @@ describe("initialize (T-INIT)", () => {
   });
   after(() => server.stop());
 
-  it("T-INIT-01: answers 200 JSON with the agent's result and a visible-ASCII connection id in both headers", async () => {
+  it("answers 200 JSON with the agent's result and a visible-ASCII connection id in both headers", async () => {
     const response = await post(initBody("mock"));
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type")!, /^application\/json/);
@@ -56,7 +56,7 @@ describe("initialize (T-INIT)", () => {
     assert.equal(body.result.protocolVersion, 1);
   });
 
-  it("T-INIT-02: the initialize response is not repeated on the SSE stream", async () => {
+  it("the initialize response is not repeated on the SSE stream", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
@@ -65,14 +65,14 @@ describe("initialize (T-INIT)", () => {
     sse.close();
   });
 
-  it("T-INIT-03: initialize on an existing connection is 400", async () => {
+  it("initialize on an existing connection is 400", async () => {
     const conn = await RawConnection.open(server);
     const response = await post(initBody("mock"), { "acp-connection-id": conn.id });
     assert.equal(response.status, 400);
     assert.equal(response.headers.get("content-type"), "application/problem+json");
   });
 
-  it("T-INIT-04: initialize as a notification or with id null is 400", async () => {
+  it("initialize as a notification or with id null is 400", async () => {
     for (const id of ["none", null] as const) {
       const response = await post(initBody("mock", id));
       assert.equal(response.status, 400);
@@ -80,7 +80,7 @@ describe("initialize (T-INIT)", () => {
     }
   });
 
-  it("T-INIT-05: a missing agent binary is 502 problem+json, no connection id", async () => {
+  it("a missing agent binary is 502 problem+json, no connection id", async () => {
     const response = await post(initBody("missing"));
     assert.equal(response.status, 502);
     assert.equal(response.headers.get("content-type"), "application/problem+json");
@@ -102,7 +102,7 @@ describe("initialize (T-INIT)", () => {
     assert.equal(problem.code, 3);
   });
 
-  it("T-INIT-06: an agent error answer is returned without a usable connection, and the process is killed", async () => {
+  it("an agent error answer is returned without a usable connection, and the process is killed", async () => {
     const response = await post(initBody("failinit"));
     assert.equal(response.status, 502);
     assert.equal(response.headers.get("acp-connection-id"), null);
@@ -111,7 +111,7 @@ describe("initialize (T-INIT)", () => {
     await waitFor(() => processesWith(failLog).length === 0, 8000, "failing agent to exit");
   });
 
-  it("T-INIT-07: an agent that never answers gives 504 after the timeout and is killed", async () => {
+  it("an agent that never answers gives 504 after the timeout and is killed", async () => {
     const started = Date.now();
     const response = await post(initBody("hang"));
     assert.equal(response.status, 504);
@@ -119,7 +119,7 @@ describe("initialize (T-INIT)", () => {
     await waitFor(() => processesWith(hangLog).length === 0, 8000, "hung agent to exit");
   });
 
-  it("T-INIT-08: a client that aborts initialize leaves no process behind", async () => {
+  it("a client that aborts initialize leaves no process behind", async () => {
     const controller = new AbortController();
     const pending = fetch(`${server.baseUrl}/v2/rpc`, {
       method: "POST",
@@ -135,7 +135,7 @@ describe("initialize (T-INIT)", () => {
     assert.ok(health.connections >= 0);
   });
 
-  it("T-INIT-09: session/new before initialize is rejected by the agent itself (-32600), not by us", async () => {
+  it("session/new before initialize is rejected by the agent itself (-32600), not by us", async () => {
     // Over HTTP a connection only exists after initialize, so a non-initialize first message is 400.
     const response = await post(JSON.stringify({ jsonrpc: "2.0", id: 5, method: "session/new", params: {} }));
     assert.equal(response.status, 400);
@@ -151,14 +151,14 @@ describe("initialize (T-INIT)", () => {
 
 // Its own server with the default initialize timeout: one in 100 agent starts on a busy machine may
 // take longer than the 5 s above, which the hang test needs.
-describe("initialize ids (T-INIT-10)", () => {
+describe("initialize ids", () => {
   let server: RunningServer;
   before(async () => {
     server = await startServer();
   });
   after(() => server.stop());
 
-  it("T-INIT-10: 100 initializes give 100 distinct UUIDv4 ids", async () => {
+  it("100 initializes give 100 distinct UUIDv4 ids", async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 100; i++) {
       const response = await fetch(`${server.baseUrl}/v2/rpc`, {

@@ -15,7 +15,7 @@ function received(): Array<Record<string, unknown>> {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-describe("POST semantics (T-POST)", () => {
+describe("POST semantics", () => {
   let server: RunningServer;
   let conn: RawConnection;
 
@@ -27,7 +27,7 @@ describe("POST semantics (T-POST)", () => {
   });
   after(() => server.stop());
 
-  it("T-POST-01: a request is 202 with an empty body; its response arrives on SSE", async () => {
+  it("a request is 202 with an empty body; its response arrives on SSE", async () => {
     const response = await conn.post({
       jsonrpc: "2.0",
       id: 100,
@@ -42,12 +42,12 @@ describe("POST semantics (T-POST)", () => {
     sse.close();
   });
 
-  it("T-POST-02: a notification is 202", async () => {
+  it("a notification is 202", async () => {
     const response = await conn.notify("session/cancel", { sessionId: "none" });
     assert.equal(response.status, 202);
   });
 
-  it("T-POST-04/05: no connection id is 400, an unknown one 404", async () => {
+  it("no connection id is 400, an unknown one 404", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session/new", params: {} });
     const headers = { "content-type": "application/json" };
     const missing = await fetch(`${server.baseUrl}/v2/rpc`, { method: "POST", headers, body });
@@ -61,7 +61,7 @@ describe("POST semantics (T-POST)", () => {
     assert.equal(bogus.headers.get("content-type"), "application/problem+json");
   });
 
-  it("T-POST-06/07: text/plain is 415; application/json with charset is accepted", async () => {
+  it("text/plain is 415; application/json with charset is accepted", async () => {
     const plain = await conn.post({ jsonrpc: "2.0", method: "x/y" }, { "content-type": "text/plain" });
     assert.equal(plain.status, 415);
     const charset = await conn.post(
@@ -71,11 +71,15 @@ describe("POST semantics (T-POST)", () => {
     assert.equal(charset.status, 202);
   });
 
-  it("T-POST-08/09/10/11: bad JSON, a scalar and batches are 400 and reach nothing", async () => {
-    // Let earlier tests' accepted messages land in the log first, so the count below is ours alone.
-    await waitFor(() => received().some((m) => m.method === "_x/y"), 3000, "earlier messages");
-    await new Promise((r) => setTimeout(r, 100));
-    const before = received().length;
+  it("bad JSON, a scalar and batches are 400 and reach nothing", async () => {
+    // A notification the agent receives in order after everything sent before it: once it is in
+    // the log, so is every earlier message, and the count below is ours alone.
+    const sentinel = async (name: string) => {
+      assert.equal((await conn.post({ jsonrpc: "2.0", method: `_x/${name}` })).status, 202);
+      await waitFor(() => received().some((m) => m.method === `_x/${name}`), 10_000, name);
+      return received().length;
+    };
+    const before = await sentinel("before-bad-bodies");
     for (const body of [
       "{not json",
       "42",
@@ -89,11 +93,10 @@ describe("POST semantics (T-POST)", () => {
       assert.equal(problem.status, 400);
       if (body.startsWith("[")) assert.equal(problem.jsonrpcError?.code, -32600);
     }
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(received().length, before);
+    assert.equal(await sentinel("after-bad-bodies"), before + 1, "only the sentinel reached the agent");
   });
 
-  it("T-POST-12: a body over the limit is 413 and the connection stays usable", async () => {
+  it("a body over the limit is 413 and the connection stays usable", async () => {
     const big = JSON.stringify({
       jsonrpc: "2.0",
       method: "_x/big",
@@ -107,14 +110,14 @@ describe("POST semantics (T-POST)", () => {
     sse.close();
   });
 
-  it("T-POST-13: an unknown extension request is forwarded and the agent's -32601 comes back", async () => {
+  it("an unknown extension request is forwarded and the agent's -32601 comes back", async () => {
     const sse = await conn.openSse();
     const answer = await conn.call(sse, "_vendor/req", { a: 1 });
     assert.equal(answer.error?.code, -32601);
     sse.close();
   });
 
-  it("T-POST-14: _meta and unknown fields reach the agent byte for byte", async () => {
+  it("_meta and unknown fields reach the agent byte for byte", async () => {
     const raw =
       '{"jsonrpc":"2.0","method":"_vendor/note","params":{"_meta":{"traceparent":"00-abc-01","x.dev/y":1},"nested":{"k":[1,2,{"z":null}]}}}';
     assert.equal((await conn.post(raw)).status, 202);
@@ -135,7 +138,7 @@ describe("POST semantics (T-POST)", () => {
     );
   });
 
-  it("T-POST-15: Acp-Session-Id different from params.sessionId is 400", async () => {
+  it("Acp-Session-Id different from params.sessionId is 400", async () => {
     const response = await conn.post(
       { jsonrpc: "2.0", id: 77, method: "session/prompt", params: { sessionId: "a", prompt: [] } },
       { "acp-session-id": "b" },
@@ -143,7 +146,7 @@ describe("POST semantics (T-POST)", () => {
     assert.equal(response.status, 400);
   });
 
-  it("T-POST-16: PUT and PATCH are 405 with Allow", async () => {
+  it("PUT and PATCH are 405 with Allow", async () => {
     for (const method of ["PUT", "PATCH"]) {
       const response = await fetch(`${server.baseUrl}/v2/rpc`, { method });
       assert.equal(response.status, 405);
@@ -158,7 +161,7 @@ describe("POST semantics (T-POST)", () => {
     assert.equal(good.status, 202);
   });
 
-  it("T-ORD-02: messages acknowledged one after another reach the agent in that order (300×)", async () => {
+  it("messages acknowledged one after another reach the agent in that order (300×)", async () => {
     for (let i = 0; i < 300; i++) {
       const response = await conn.post({ jsonrpc: "2.0", method: "_order/n", params: { i } });
       assert.equal(response.status, 202);

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startServer, type RunningServer } from "@sandbox-agent/testkit";
+import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { eventsProduced, metric } from "./support/metrics.js";
 import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 const updates = (messages: RpcMessage[]) => messages.filter((m) => m.method === "session/update");
 
-describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
+describe("GET / SSE, replay and ordering", () => {
   let server: RunningServer;
 
   before(async () => {
@@ -17,7 +18,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
   });
   after(() => server.stop());
 
-  it("T-SSE-01/02/03: content negotiation and connection checks", async () => {
+  it("content negotiation and connection checks", async () => {
     const conn = await RawConnection.open(server);
     const ok = await conn.get();
     assert.equal(ok.status, 200);
@@ -33,10 +34,11 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     assert.equal(unknown.status, 404);
   });
 
-  it("T-SSE-04: a response produced before any GET is queued and delivered first", async () => {
+  it("a response produced before any GET is queued and delivered first", async () => {
     const conn = await RawConnection.open(server);
+    const produced = await eventsProduced(server);
     const id = await conn.send("session/new", { cwd: "/", mcpServers: [] });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(async () => (await eventsProduced(server)) > produced, 10_000, "the response produced");
     const sse = await conn.openSse();
     const first = await sse.waitFor(() => true);
     assert.equal(first.id, id);
@@ -44,7 +46,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sse.close();
   });
 
-  it("T-SSE-05: a second GET without Last-Event-ID is 409 and the first is unaffected", async () => {
+  it("a second GET without Last-Event-ID is 409 and the first is unaffected", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const second = await conn.get();
@@ -54,10 +56,10 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sse.close();
   });
 
-  it("T-SSE-07 + T-RPL-07: priming event first (id, retry, empty data), keep-alive comments when idle", async () => {
+  it("priming event first (id, retry, empty data), keep-alive comments when idle", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
-    await new Promise((r) => setTimeout(r, 800));
+    await waitFor(() => sse.events.some((e) => e.event === "comment"), 10_000, "a keep-alive comment");
     assert.equal(sse.events[0]!.event, "retry");
     assert.equal(sse.events[1]!.data, "");
     assert.match(sse.events[1]!.id!, /^[0-9a-f]{8}\.0$/);
@@ -69,7 +71,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sse.close();
   });
 
-  it("T-SSE-08/09 + T-ORD-01: 1,000 updates in stdout order, each one object with an id, before the response", async () => {
+  it("1,000 updates in stdout order, each one object with an id, before the response", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
@@ -98,7 +100,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sse.close();
   });
 
-  it("T-SSE-06 + T-RPL-01: a reconnect with Last-Event-ID takes over and replays after the cursor", async () => {
+  it("a reconnect with Last-Event-ID takes over and replays after the cursor", async () => {
     const conn = await RawConnection.open(server);
     const first = await conn.openSse();
     const sessionId = await conn.newSession(first);
@@ -114,18 +116,23 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     second.close();
   });
 
-  it("T-RPL-02 + T-RPL-08: events produced while detached, including a permission request, are replayed", async () => {
+  it("events produced while detached, including a permission request, are replayed", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
     const cursor = sse.lastId()!;
     sse.close();
-    await new Promise((r) => setTimeout(r, 100));
+    const produced = await eventsProduced(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "chunks 10\npermission deploy" }],
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // 10 chunks, the tool call and the permission request, produced while detached.
+    await waitFor(
+      async () => (await eventsProduced(server)) >= produced + 12,
+      10_000,
+      "events while detached",
+    );
     const again = await conn.openSse(cursor);
     const request = await again.waitFor((m) => m.method === "session/request_permission");
     assert.equal(updates(again.messages()).length, 10 + 1, "10 chunks and the tool call");
@@ -140,17 +147,19 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     again.close();
   });
 
-  it("T-RPL-03: reconnecting without a cursor gets only never-written events, no duplicates", async () => {
+  it("reconnecting without a cursor gets only never-written events, no duplicates", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
     sse.close();
-    await new Promise((r) => setTimeout(r, 100));
+    // The server must have seen the reader go, or it would count the next events as written.
+    await waitFor(async () => (await metric(server, "sandbox_agent_sse_readers")) === 0, 10_000, "detached");
+    const produced = await eventsProduced(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "chunks 3" }],
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(async () => (await eventsProduced(server)) >= produced + 4, 10_000, "the turn, detached");
     const again = await conn.openSse(null);
     await again.waitFor((m) => m.id === promptId);
     assert.equal(
@@ -162,7 +171,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     again.close();
   });
 
-  it("T-RPL-04: an evicted cursor is 410 with no partial stream", async () => {
+  it("an evicted cursor is 410 with no partial stream", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
@@ -174,7 +183,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sse.close();
   });
 
-  it("T-RPL-05/06: a cursor of another connection is 410; a malformed one 400", async () => {
+  it("a cursor of another connection is 410; a malformed one 400", async () => {
     const a = await RawConnection.open(server);
     const b = await RawConnection.open(server);
     const sseA = await a.openSse();
@@ -186,7 +195,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sseA.close();
   });
 
-  it("T-SSE-11 helper: a session-scoped GET (Acp-Session-Id) is 200 and idle", async () => {
+  it("a session-scoped GET (Acp-Session-Id) is 200 and idle", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);
@@ -197,7 +206,7 @@ describe("GET / SSE, replay and ordering (T-SSE, T-RPL, T-ORD)", () => {
     sse.close();
   });
 
-  it("T-ORD-04: session/load replays history before its response", async () => {
+  it("session/load replays history before its response", async () => {
     const conn = await RawConnection.open(server);
     const sse = await conn.openSse();
     const sessionId = await conn.newSession(sse);

@@ -7,6 +7,7 @@ export { startServer, stopChild, type RunningServer, type StartServerOptions } f
 export { readSse, type SseEvent } from "./sse.js";
 export { startProxy, type CuttableProxy, type RecordedRequest } from "./proxy.js";
 export { tempDir } from "./temp.js";
+export { freePort } from "./ports.js";
 export { processesWith } from "./procs.js";
 export { waitFor } from "./wait.js";
 export { readText } from "./streams.js";

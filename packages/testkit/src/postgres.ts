@@ -9,7 +9,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "./ports.js";
 import path from "node:path";
 import { tempDir } from "./temp.js";
 
@@ -91,17 +91,6 @@ export function postgresMissing(): string | undefined {
     return "running as root and there is no `postgres` system user to run PostgreSQL as (Debian: apt-get install postgresql)";
   }
   return undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs `argv` as `user` (root only), else as ourselves. */

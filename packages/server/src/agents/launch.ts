@@ -2,7 +2,8 @@ import { problems } from "../http/problem.js";
 import type { Logger } from "../log.js";
 import { agentIdOf, requestEnvOf, type JsonRpcMessage } from "../protocol.js";
 import { agentEnvironment } from "./env.js";
-import { installAgent, installState, notInstalled } from "./install.js";
+import { installState, notInstalled } from "./install.js";
+import { installLogged } from "./install-progress.js";
 import type { AgentRegistry } from "./registry.js";
 import type { AgentDefinition } from "./types.js";
 
@@ -34,9 +35,11 @@ export async function resolveLaunch(initialize: JsonRpcMessage, options: LaunchO
   const { registry } = options;
   const id = agentIdOf(initialize) ?? options.defaultAgent;
   if (id === undefined) {
-    throw problems.badRequest('initialize must name its agent in params._meta["sandboxagent.dev"].agent.', {
-      availableAgents: registry.ids(),
-    });
+    throw problems.badRequest(
+      'initialize must name its agent in params._meta["sandboxagent.dev"].agent ' +
+        "(or start the server with --default-agent ID).",
+      { availableAgents: registry.ids() },
+    );
   }
   const agent = registry.get(id);
   if (!agent)
@@ -50,29 +53,33 @@ export async function resolveLaunch(initialize: JsonRpcMessage, options: LaunchO
 async function ensureInstalled(agent: AgentDefinition, options: LaunchOptions): Promise<void> {
   if (installState(agent).installed) return;
   if (!options.autoInstall) throw notInstalled(agent.id);
-  options.logger.info("installing agent before initialize", { agent: agent.id });
-  const result = await installAgent(agent, {
-    onProgress: (line) => options.logger.debug("npm", { agent: agent.id, line }),
-  });
-  options.logger.info("agent installed", { agent: agent.id, version: result.version, ms: result.durationMs });
+  await installLogged(agent, options.logger);
 }
 
 /**
- * The request's own values for the variables the agent's entry names in `passEnv`. Any other
- * name is refused, not dropped silently.
+ * The request's own values for the variables the agent accepts from clients (`acceptedClientEnv`).
+ * Any other name is refused, not dropped silently, with a detail saying how the server's owner
+ * can allow it.
  */
 function requestEnv(agent: AgentDefinition, initialize: JsonRpcMessage): Record<string, string> {
   const env = requestEnvOf(initialize);
   if (env === undefined) return {};
   if (env === "invalid")
     throw problems.badRequest('params._meta["sandboxagent.dev"].env must be an object of string values.');
-  const allowed = new Set(agent.spec.passEnv ?? []);
-  const refused = Object.keys(env).filter((name) => !allowed.has(name));
+  const allowed = acceptedClientEnv(agent);
+  const refused = allowed.includes("*") ? [] : Object.keys(env).filter((name) => !allowed.includes(name));
   if (refused.length > 0) {
     throw problems.badRequest(
-      `Agent ${JSON.stringify(agent.id)} does not accept the variables ${refused.join(", ")}.`,
-      { allowedEnv: [...allowed] },
+      `Agent ${JSON.stringify(agent.id)} does not accept the variables ${refused.join(", ")} from clients. ` +
+        `The server's owner can allow them with --allow-client-env ${refused.join(",")} ` +
+        `or the config file's "agents": {"${agent.id}": {"clientEnv": [...]}}.`,
+      { allowedEnv: allowed },
     );
   }
   return env;
+}
+
+/** Names a client may set for the agent: those it takes from the server (`passEnv`) and `clientEnv`. */
+export function acceptedClientEnv(agent: AgentDefinition): string[] {
+  return [...new Set([...(agent.spec.passEnv ?? []), ...(agent.spec.clientEnv ?? [])])];
 }

@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
+import { ConfigError } from "../config-error.js";
 import { catalogAgents } from "./catalog.js";
-import type { AgentDefinition, AgentSpec } from "./types.js";
+import type { AgentConfigEntry, AgentDefinition, AgentSpec } from "./types.js";
 
 /** Set by the bundler: the bundle ships the mock agent as `mock-agent.mjs` beside its own files. */
 declare const SANDBOX_AGENT_BUNDLED_MOCK: string | undefined;
@@ -38,6 +39,11 @@ function mockAgent(): AgentDefinition[] {
 function builtinAgents(dataDir: string | undefined): AgentDefinition[] {
   return [...mockAgent(), ...(dataDir === undefined ? [] : catalogAgents(dataDir))];
 }
+export interface RegistryOptions {
+  /** Variable names every agent accepts from clients (`--allow-client-env`); `"*"`: any. */
+  clientEnv?: readonly string[];
+}
+
 /**
  * Agents known to this server: built-ins, overridden or extended by the config file. The
  * installable built-ins (claude, codex, …) are only known when a data directory holds their installs.
@@ -45,10 +51,21 @@ function builtinAgents(dataDir: string | undefined): AgentDefinition[] {
 export class AgentRegistry {
   private readonly agents = new Map<string, AgentDefinition>();
 
-  constructor(configAgents: Record<string, AgentSpec> = {}, dataDir?: string) {
+  /** Throws a `ConfigError` for a config entry without `command` that names no built-in agent. */
+  constructor(
+    configAgents: Record<string, AgentConfigEntry> = {},
+    dataDir?: string,
+    options: RegistryOptions = {},
+  ) {
     for (const agent of builtinAgents(dataDir)) this.agents.set(agent.id, agent);
-    for (const [id, spec] of Object.entries(configAgents)) {
-      this.agents.set(id, { id, name: id, source: "config", spec });
+    for (const [id, entry] of Object.entries(configAgents)) {
+      this.agents.set(id, configured(id, entry, this.agents.get(id)));
+    }
+    if (options.clientEnv?.length) {
+      for (const agent of this.agents.values()) {
+        const names = new Set([...(agent.spec.clientEnv ?? []), ...options.clientEnv]);
+        agent.spec = { ...agent.spec, clientEnv: [...names] };
+      }
     }
   }
 
@@ -63,4 +80,26 @@ export class AgentRegistry {
   ids(): string[] {
     return [...this.agents.keys()];
   }
+}
+
+/** A config entry: an agent of its own when it has a `command`, else an adjusted built-in. */
+function configured(
+  id: string,
+  entry: AgentConfigEntry,
+  builtin: AgentDefinition | undefined,
+): AgentDefinition {
+  const { command } = entry;
+  if (command !== undefined) return { id, name: id, source: "config", spec: { ...entry, command } };
+  if (builtin === undefined)
+    throw new ConfigError(
+      `Config agent "${id}" has no "command" and there is no built-in agent "${id}" to adjust: add a command.`,
+    );
+  const spec: AgentSpec = {
+    ...builtin.spec,
+    env: { ...builtin.spec.env, ...entry.env },
+    passEnv: [...new Set([...(builtin.spec.passEnv ?? []), ...(entry.passEnv ?? [])])],
+    ...(entry.clientEnv !== undefined ? { clientEnv: entry.clientEnv } : {}),
+    ...(entry.cwd !== undefined ? { cwd: entry.cwd } : {}),
+  };
+  return { ...builtin, spec };
 }

@@ -6,8 +6,20 @@ export interface AgentSpec {
   env?: Record<string, string>;
   /** Names of server environment variables passed through to the agent when set (credentials, base URLs). */
   passEnv?: string[];
+  /**
+   * Names of variables a client may set for this agent in `initialize`
+   * (`params._meta["sandboxagent.dev"].env`), besides those in `passEnv`; `"*"` allows any name.
+   */
+  clientEnv?: string[];
   cwd?: string;
 }
+
+/**
+ * An agent entry of the config file: with `command`, an agent of its own (replacing a built-in of
+ * the same id); without, an adjustment of the built-in of that id (`env` and `passEnv` added to
+ * its own, `clientEnv` and `cwd` set).
+ */
+export type AgentConfigEntry = Omit<AgentSpec, "command"> & { command?: string };
 
 export interface AgentDefinition {
   id: string;

@@ -1,7 +1,9 @@
 import type { ServerResponse } from "node:http";
 import { z } from "zod";
 import { lastAdvertisement } from "../extensions/last-initialize.js";
-import { installAgent, installState } from "../agents/install.js";
+import { installState } from "../agents/install.js";
+import { installLogged } from "../agents/install-progress.js";
+import { acceptedClientEnv } from "../agents/launch.js";
 import type { AgentRegistry } from "../agents/registry.js";
 import type { AgentDefinition } from "../agents/types.js";
 import { ProblemError, problems } from "../http/problem.js";
@@ -38,7 +40,14 @@ const agentInfoSchema = z.object({
   packages: z.array(packageSchema).describe("What install installs by default (pinned versions)"),
   env: z
     .array(z.string())
-    .describe("Variables the agent may receive, from the server's environment or the request"),
+    .describe(
+      "Variables the agent takes from the server's environment (passEnv); a request may set them too",
+    ),
+  clientEnv: z
+    .array(z.string())
+    .describe(
+      'Variables a client may set in initialize (env and clientEnv of the entry, --allow-client-env); "*": any',
+    ),
   notes: z.string().nullable(),
   lastInitialize: advertisementSchema.nullable(),
 });
@@ -71,6 +80,7 @@ export function describeAgent(agent: AgentDefinition, dataDir: string): AgentInf
     version: state.version,
     packages: agent.install?.packages ?? [],
     env: agent.spec.passEnv ?? [],
+    clientEnv: acceptedClientEnv(agent),
     notes: agent.notes ?? null,
     lastInitialize: lastAdvertisement(dataDir, agent.id),
   };
@@ -172,15 +182,17 @@ async function install(
   format: StreamFormat,
   deps: AgentRoutesDeps,
 ): Promise<void> {
-  deps.logger.info("installing agent", { agent: agent.id, version });
   if (format === "json") {
-    const result = await installAgent(agent, { version });
+    const result = await installLogged(agent, deps.logger, { version });
     return sendJson(res, 200, { ...result, state: describeAgent(agent, deps.dataDir) });
   }
   // Headers are sent before npm runs, so a failure can only be reported as an event.
   const send = eventWriter(res, format);
   try {
-    const result = await installAgent(agent, { version, onProgress: (line) => send("progress", { line }) });
+    const result = await installLogged(agent, deps.logger, {
+      version,
+      onProgress: (line) => send("progress", { line }),
+    });
     send("result", { ...result, state: describeAgent(agent, deps.dataDir) });
   } catch (error) {
     const problem = error instanceof ProblemError ? error.problem : problems.internal(String(error)).problem;

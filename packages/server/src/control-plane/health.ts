@@ -11,6 +11,8 @@ export interface Health {
   connections: number;
   /** Working directory of agent processes: the default `cwd` for new sessions. */
   workdir: string;
+  /** Root of the filesystem API: the directory `/v2/fs/*` paths (and `/`) are relative to. */
+  fsRoot: string;
 }
 
 export const HEALTH_PATH = "/v2/health";
@@ -21,7 +23,11 @@ const startedAt = Date.now();
  * `GET /v2/health`. A plain route, loaded at start: it has no input to validate, and supervisors
  * poll it right after start, before anything else has loaded the control plane.
  */
-export function healthRoute(deps: { connections: ConnectionRegistry; workdir: string }): Route {
+export function healthRoute(deps: {
+  connections: ConnectionRegistry;
+  workdir: string;
+  fsRoot: string;
+}): Route {
   return {
     method: "GET",
     path: HEALTH_PATH,
@@ -32,6 +38,7 @@ export function healthRoute(deps: { connections: ConnectionRegistry; workdir: st
         uptimeMs: Date.now() - startedAt,
         connections: deps.connections.size,
         workdir: path.resolve(deps.workdir),
+        fsRoot: path.resolve(deps.fsRoot),
       } satisfies Health),
   };
 }

@@ -5,6 +5,7 @@ import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
 import { agentRoutes } from "./agents.js";
 import { fsRoutes } from "./fs.js";
+import { metricsDocumentation } from "../observability/metrics-openapi.js";
 import { healthDocumentation } from "./health-openapi.js";
 import { openApiRoute } from "./openapi.js";
 import { processRoutes } from "./processes.js";
@@ -31,7 +32,7 @@ function isDocumented(route: Route): route is Route & DocumentedRoute {
 
 /**
  * The control-plane routes the server loads on first use (agents, filesystem, processes), plus
- * `GET /v2/openapi.json` documenting them, `/v2/health` and `/v2/rpc` (both served from start).
+ * `GET /v2/openapi.json` documenting them, `/v2/health`, `/v2/metrics` and `/v2/rpc` (served from start).
  */
 export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
   const routes: Route[] = [
@@ -43,6 +44,11 @@ export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
   // Routes built with defineRoute() document themselves; plain Routes are left out of the document.
   return [
     ...routes,
-    openApiRoute([...rpcDocumentation, healthDocumentation, ...routes.filter(isDocumented)]),
+    openApiRoute([
+      ...rpcDocumentation,
+      healthDocumentation,
+      metricsDocumentation,
+      ...routes.filter(isDocumented),
+    ]),
   ];
 }

@@ -7,8 +7,8 @@ import type { HttpContext, HttpMethod, Route } from "../http/router.js";
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) as produced by `z.toJSONSchema`. */
 export type JsonSchema = { [keyword: string]: unknown };
 
-/** A response body: a zod schema (JSON), raw bytes, or a server-sent event stream. */
-export type BodySchema = z.ZodType | "binary" | "sse";
+/** A response body: a zod schema (JSON), raw bytes, a server-sent event stream, or plain text. */
+export type BodySchema = z.ZodType | "binary" | "sse" | "text";
 
 export interface ResponseSpec {
   description: string;
@@ -303,6 +303,7 @@ function mediaTypeOf(schema: BodySchema, io: "input" | "output"): [string, Media
     ];
   if (schema === "sse")
     return ["text/event-stream", { schema: { type: "string", description: "Server-sent events" } }];
+  if (schema === "text") return ["text/plain", { schema: { type: "string" } }];
   return ["application/json", { schema: jsonSchema(schema, io) }];
 }
 

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { ConnectionApi } from "../runtime/extension.js";
 import { ERRORS, META_KEY, METHODS, type JsonRpcId, type JsonRpcMessage } from "../protocol.js";
-import { absorbSwitch, listModels, switchRequest, type ModelList } from "./models.js";
+import { absorbSwitch, effectiveMetadata, listModels, switchRequest, type ModelList } from "./models.js";
 import {
   issuesOf,
   METADATA_LIMITS,
@@ -148,11 +148,18 @@ async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<
   record.updatedMs = Date.now();
   ctx.store.save(record);
   if ("title" in metadata && !ctx.state.muted.has(sessionId)) announceTitle(ctx, sessionId, record);
-  return { _meta: { [META_KEY]: { ...record.metadata } } };
+  return { _meta: { [META_KEY]: effectiveMetadata(record.metadata, ctx.state.agent.get(sessionId)) } };
 }
 
-/** `mode` and `model` switch the agent when it offers a way; the first agent error fails the call. */
-async function applyToAgent(ctx: MethodContext, sessionId: string, metadata: SetMetadataParams["metadata"]) {
+/**
+ * `mode` and `model` switch the agent when it offers a way (else they stay hints); the first
+ * agent error fails the call with `data: {key, method, error}` after every switch was answered.
+ */
+export async function applyToAgent(
+  ctx: Pick<MethodContext, "conn" | "state">,
+  sessionId: string,
+  metadata: Pick<SetMetadataParams["metadata"], "mode" | "model">,
+): Promise<void> {
   const agentState = ctx.state.agentState(sessionId);
   const switches = (["mode", "model"] as const).flatMap((key) => {
     const value = metadata[key];

@@ -59,6 +59,35 @@ export function listModels(state: AgentSessionState | undefined, hint: unknown):
   return { currentModelId: typeof hint === "string" ? hint : null, availableModels: [] };
 }
 
+/** The session's current mode as the agent reported it (`modes`, else its `mode` config option). */
+export function currentMode(state: AgentSessionState | undefined): string | null {
+  const fromModes = state?.modes?.currentModeId;
+  if (typeof fromModes === "string") return fromModes;
+  const option = selectOption(state, "mode");
+  return typeof option?.currentValue === "string" ? option.currentValue : null;
+}
+
+/** The current value of a `model` or `mode` key as the agent reported it, null when unknown. */
+export function currentValue(state: AgentSessionState | undefined, key: "model" | "mode"): string | null {
+  return key === "model" ? listModels(state, undefined).currentModelId : currentMode(state);
+}
+
+/**
+ * Stored metadata as clients see it (`session/list`, `set_metadata`'s answer): `model` and `mode`
+ * are what the agent reports now when it reports them, else the stored hint.
+ */
+export function effectiveMetadata(
+  metadata: Record<string, unknown>,
+  state: AgentSessionState | undefined,
+): Record<string, unknown> {
+  const effective = { ...metadata };
+  for (const key of ["model", "mode"] as const) {
+    const current = currentValue(state, key);
+    if (current !== null) effective[key] = current;
+  }
+  return effective;
+}
+
 /** The ACP request that switches the agent to `value` for a `model` or `mode` key, if the agent offers one. */
 export function switchRequest(
   state: AgentSessionState | undefined,

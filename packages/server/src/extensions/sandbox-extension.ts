@@ -11,13 +11,25 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
-import { cancelPermissionRequest, metadataTooLarge, runExtensionMethod } from "./methods.js";
-import { absorbUpdate } from "./models.js";
+import {
+  applyToAgent,
+  cancelPermissionRequest,
+  metadataTooLarge,
+  RpcError,
+  runExtensionMethod,
+} from "./methods.js";
+import { absorbSwitch, absorbUpdate, currentMode, listModels, currentValue } from "./models.js";
 import { metadataOverLimit } from "./params.js";
 import { advertiseExtensions } from "./advertise.js";
 import { fallbackList, mergeIntoAgentList } from "./session-list.js";
 import type { StateTable } from "../store/event-store.js";
-import { ConnectionStates, SessionStore, type ConnectionState, type SessionRecord } from "./state.js";
+import {
+  ConnectionStates,
+  SessionStore,
+  type AgentSessionState,
+  type ConnectionState,
+  type SessionRecord,
+} from "./state.js";
 
 const CREATES = new Set(["session/new", "session/fork"]);
 const ATTACHES = new Set(["session/load", "session/resume"]);
@@ -98,7 +110,7 @@ export class SandboxExtension implements ConnectionExtension {
     return state.serverAnswered.delete(key);
   }
 
-  agentResponse(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean {
+  agentResponse(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean | "held" {
     if (response.error || !request.method) return false;
     const state = this.states.of(conn);
     const method = request.method;
@@ -108,12 +120,15 @@ export class SandboxExtension implements ConnectionExtension {
           ? response.result.sessionId
           : undefined
         : sessionIdOf(request);
-      if (sessionId !== undefined) this.adopt(conn, state, sessionId, request, response.result);
-      return false;
+      if (sessionId === undefined) return false;
+      this.adopt(conn, state, sessionId, request, response.result);
+      return this.applyRequested(conn, state, sessionId, request, response);
     }
     const sessionId = sessionIdOf(request);
     if (method === "session/set_config_option" && sessionId !== undefined)
       state.absorb(sessionId, response.result);
+    if ((method === "session/set_mode" || method === "session/set_model") && sessionId !== undefined)
+      absorbSwitch(state.agentState(sessionId), method, isObject(request.params) ? request.params : {}, {});
     if (method === "session/list" && isObject(response.result))
       return mergeIntoAgentList(response.result, conn.agentId, this.store, state);
     return false;
@@ -141,13 +156,67 @@ export class SandboxExtension implements ConnectionExtension {
     state.absorb(sessionId, result);
   }
 
+  /**
+   * `model` and `mode` in the metadata of a session/new, fork, load or resume are applied the way
+   * `set_metadata` applies them (`session/set_config_option`, `set_model`, `set_mode`), before the
+   * client gets the session: its answer is held until the agent answered the switches, then sent
+   * with the session's new state (`configOptions`, `models`, `modes`). If the agent refuses one,
+   * the client's request fails with the agent's error (`data: {key, method, error, sessionId}`)
+   * and a session it created is closed again, so a client never works in a session with a model
+   * it did not ask for. A key the agent offers no way to switch stays a hint, as with set_metadata.
+   */
+  private applyRequested(
+    conn: ConnectionApi,
+    state: ConnectionState,
+    sessionId: string,
+    request: JsonRpcMessage,
+    response: JsonRpcMessage,
+  ): boolean | "held" {
+    const meta = sandboxMetaOf(request.params) ?? {};
+    const agentState = state.agentState(sessionId);
+    const wanted: { model?: string; mode?: string } = {};
+    for (const key of ["model", "mode"] as const) {
+      const value = meta[key];
+      if (typeof value === "string" && value !== currentValue(agentState, key)) wanted[key] = value;
+    }
+    if (Object.keys(wanted).length === 0) return false;
+    state.applying.add(sessionId);
+    const answer = (reply: Pick<JsonRpcMessage, "result" | "error">) =>
+      conn.emit({ jsonrpc: "2.0", id: response.id, ...reply });
+    applyToAgent({ conn, state }, sessionId, wanted)
+      .then(
+        () => answer({ result: withSessionState(response.result, agentState) }),
+        (error: unknown) => {
+          const e = error instanceof RpcError ? error : new RpcError(-32603, String(error));
+          const data = isObject(e.data) ? { ...e.data, sessionId } : { sessionId };
+          answer({ error: { code: e.code, message: `${request.method}: ${e.message}`, data } });
+          if (CREATES.has(request.method!)) this.discard(conn, state, sessionId);
+        },
+      )
+      .finally(() => state.applying.delete(sessionId))
+      // Nothing else awaits this chain: an error here would be an unhandled rejection.
+      .catch((error: unknown) =>
+        this.logger.error("applying session metadata failed", { sessionId, error: String(error) }),
+      );
+    return "held";
+  }
+
+  /** A session whose creation the server failed: closed at the agent when it can, forgotten here. */
+  private discard(conn: ConnectionApi, state: ConnectionState, sessionId: string): void {
+    if (state.agentCloses) void conn.request("session/close", { sessionId });
+    const record = this.store.get(conn.agentId, sessionId);
+    if (record) record.ended = true;
+    state.seen.delete(sessionId);
+    conn.forgetSession(sessionId);
+  }
+
   agentMessage(message: JsonRpcMessage, conn: ConnectionApi): boolean {
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) return false;
     const state = this.states.of(conn);
     if (message.method === "session/update") {
       this.countUpdate(conn, state, sessionId, message);
-      return state.muted.has(sessionId);
+      return state.muted.has(sessionId) || state.applying.has(sessionId);
     }
     if (message.method === "session/request_permission" && kindOf(message) === "request") {
       const id = message.id as JsonRpcId;
@@ -163,7 +232,7 @@ export class SandboxExtension implements ConnectionExtension {
   agentTextChunk(sessionId: string, conn: ConnectionApi): boolean {
     const state = this.states.of(conn);
     this.countEvent(conn, sessionId);
-    return state.muted.has(sessionId);
+    return state.muted.has(sessionId) || state.applying.has(sessionId);
   }
 
   private countEvent(conn: ConnectionApi, sessionId: string) {
@@ -195,4 +264,16 @@ export class SandboxExtension implements ConnectionExtension {
       this.store.save(record);
     }
   }
+}
+
+/** A session/new|load|resume|fork result updated with the model and mode now in force. */
+function withSessionState(result: unknown, state: AgentSessionState): unknown {
+  if (!isObject(result)) return result;
+  const updated: Record<string, unknown> = { ...result };
+  if (state.configOptions !== undefined) updated.configOptions = state.configOptions;
+  if (isObject(result.models) && state.models)
+    updated.models = { ...result.models, currentModelId: listModels(state, undefined).currentModelId };
+  if (isObject(result.modes) && state.modes)
+    updated.modes = { ...result.modes, currentModeId: currentMode(state) };
+  return updated;
 }

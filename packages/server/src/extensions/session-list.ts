@@ -1,5 +1,5 @@
 import { isObject, META_KEY } from "../protocol.js";
-import { listModels } from "./models.js";
+import { effectiveMetadata } from "./models.js";
 import { objectAt } from "./advertise.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
@@ -10,19 +10,14 @@ export function listMeta(
   state: ConnectionState,
   sessionId: string,
 ): Record<string, unknown> {
-  const metadata = record?.metadata ?? {};
-  const meta: Record<string, unknown> = {
-    ...metadata,
+  return {
+    ...effectiveMetadata(record?.metadata ?? {}, state.agent.get(sessionId)),
     agent: agentId,
     createdAt: record?.createdAt ?? null,
     updatedAt: record ? new Date(record.updatedMs).toISOString() : null,
     ended: record?.ended ?? false,
     eventCount: record?.eventCount ?? 0,
   };
-  const model = listModels(state.agent.get(sessionId), metadata.model).currentModelId;
-  if (model !== null) meta.model = model;
-  else delete meta.model;
-  return meta;
 }
 
 /** Merges the server's metadata into the agent's own `session/list` answer. */

@@ -110,6 +110,12 @@ export class ConnectionState {
   readonly seen = new Set<string>();
   /** Sessions whose `session/update`s are dropped (detached or terminated). */
   readonly muted = new Set<string>();
+  /**
+   * Sessions whose creation answer is held while the `model`/`mode` asked for at creation is
+   * applied: their updates meanwhile (the switch's own notifications) are absorbed, not shown; the
+   * answer carries the outcome.
+   */
+  readonly applying = new Set<string>();
   readonly agent = new Map<string, AgentSessionState>();
   /** Agent permission requests the client has not answered: request id key → session id. */
   readonly pendingPermissions = new Map<string, { id: string | number; sessionId: string }>();

@@ -45,6 +45,14 @@ interface LazyGroup {
   loading?: Promise<void>;
 }
 
+/** The route template (`/v2/processes/{id}`) that answered each response, for logs and metrics. */
+const answeredBy = new WeakMap<object, string>();
+
+/** The route template that matched the request of `res`, if one did. */
+export function matchedRoute(res: object): string | undefined {
+  return answeredBy.get(res);
+}
+
 /** A small method + path router: 404 for unknown paths, 405 with `Allow` for known paths. */
 export class Router {
   private readonly routes: CompiledRoute[] = [];
@@ -69,6 +77,7 @@ export class Router {
     if (matching.length === 0 && (await this.loadGroupsFor(url.pathname)))
       matching = this.match(url.pathname);
     if (matching.length === 0) throw problems.notFound(`No endpoint at ${url.pathname}.`);
+    answeredBy.set(res, matching[0]!.route.path);
     const hit = matching.find((m) => m.route.method === req.method);
     if (!hit) throw problems.methodNotAllowed(matching.map((m) => m.route.method).join(", "));
     const params: Record<string, string> = {};

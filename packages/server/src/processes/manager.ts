@@ -100,6 +100,11 @@ export class ProcessManager {
     }
   }
 
+  /** Processes running now: background, terminals, `run` and ACP terminals. */
+  get runningCount(): number {
+    return this.running;
+  }
+
   get(id: string): ManagedProcess {
     const proc = this.processes.get(id);
     if (!proc) throw new ProcessError("unknown-process", `No process ${id} (never started, or deleted).`);

@@ -21,6 +21,7 @@ import {
 import type { ConnectionLog } from "../store/event-store.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
+import type { ConnectionObserver } from "./observer.js";
 import type { RuntimeLimits } from "./options.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 import { Outbound, type OutboundReader, type ReaderListener } from "./outbound.js";
@@ -98,6 +99,7 @@ export interface ConnectionOptions {
   extensions: ConnectionExtension[];
   /** Kills the agent's process group if the server dies without stopping it. */
   guard?: OrphanGuard;
+  observer?: ConnectionObserver;
   /** Called once the connection is closed for good, so the registry can forget it. */
   onClosed: (conn: Connection) => void;
   /** Called when what `record()` returns changed (sessions, requests in flight, the ending). */
@@ -628,7 +630,7 @@ export class Connection implements ConnectionApi {
     const previous = this.state;
     this.state = "closed";
     try {
-      this.logger.info("connection closed", { connection: shortId(this.id), reason });
+      this.options.observer?.closed(this, reason);
       clearTimeout(this.endedTimer);
       this.options.onClosed(this);
       this.outbound.close();
@@ -697,8 +699,11 @@ export class Connection implements ConnectionApi {
       this.trackSession(request, message);
       this.persistAfterCommit();
       let changed = false;
-      for (const ext of this.options.extensions)
-        changed = ext.agentResponse?.(message, request, this) || changed;
+      for (const ext of this.options.extensions) {
+        const seen = ext.agentResponse?.(message, request, this);
+        if (seen === "held") return null;
+        changed = seen === true || changed;
+      }
       return changed ? this.reserialize(message) : undefined;
     }
     if (message.method === "session/update" && this.reattaching.size > 0) {
@@ -750,18 +755,14 @@ export class Connection implements ConnectionApi {
   }
 
   private append(data: string): void {
-    if (this.state !== "closed") this.outbound.append(data);
+    if (this.state === "closed") return;
+    this.outbound.append(data);
+    this.options.observer?.event();
   }
 
   private onAgentExit(exit: AgentExit): void {
     this.exit = exit;
     this.failServerRequests("The agent process exited before answering.");
-    if (this.state === "open")
-      this.logger.info("agent exited", {
-        connection: shortId(this.id),
-        code: exit.code,
-        signal: exit.signal,
-      });
     this.end({
       reason: "agent_exited",
       message: "The agent process exited before answering.",

@@ -4,6 +4,7 @@ import type { EventStore, StateTable } from "../store/event-store.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
 import type { AgentLaunch, ConnectionRecord } from "./connection-record.js";
 import type { ConnectionExtension } from "./extension.js";
+import type { ConnectionObserver } from "./observer.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 
 /** Why the registry refused to start a connection; the HTTP layer answers 503 with it. */
@@ -25,6 +26,8 @@ export interface RegistryOptions {
   guard?: OrphanGuard;
   /** Where connections keep their events, and (durable) the index of connections. */
   store: EventStore;
+  /** Told about connection lifecycles and events (logs, metrics). */
+  observer?: ConnectionObserver;
 }
 
 /** What `recover` needs to bring back the connections of an earlier run. */
@@ -66,7 +69,10 @@ export class ConnectionRegistry {
    * start after the shutdown took its list of agents to stop.
    */
   create(
-    options: Omit<ConnectionOptions, "onClosed" | "guard" | "id" | "epoch" | "log" | "recovered"> & {
+    options: Omit<
+      ConnectionOptions,
+      "onClosed" | "guard" | "observer" | "id" | "epoch" | "log" | "recovered"
+    > & {
       /** The connection's id, when the transport had to name it before it started; default: a new UUID. */
       id?: string | undefined;
     },
@@ -123,9 +129,10 @@ export class ConnectionRegistry {
     return count;
   }
 
-  private hooks(): Pick<ConnectionOptions, "guard" | "onClosed" | "persist" | "agentStarted"> {
+  private hooks(): Pick<ConnectionOptions, "guard" | "observer" | "onClosed" | "persist" | "agentStarted"> {
     return {
       guard: this.options.guard,
+      observer: this.options.observer,
       onClosed: (c) => {
         this.connections.delete(c.id);
         this.records.delete(c.id);
@@ -140,7 +147,10 @@ export class ConnectionRegistry {
   /** Counts the connection's agent until it is gone. */
   private track(conn: Connection): void {
     this.live.add(conn);
-    void conn.agentGone.then(() => this.live.delete(conn));
+    void conn.agentGone.then((exit) => {
+      this.live.delete(conn);
+      this.options.observer?.agentGone(conn, exit);
+    });
   }
 
   /** Throws `ConnectionRefused` if a new connection would pass the cap (checked again by `create`). */
@@ -159,6 +169,7 @@ export class ConnectionRegistry {
   register(conn: Connection): void {
     this.connections.set(conn.id, conn);
     this.records.set(conn.id, conn.record());
+    this.options.observer?.opened(conn);
   }
 
   get(id: string): Connection | undefined {
@@ -167,6 +178,11 @@ export class ConnectionRegistry {
 
   get size(): number {
     return this.connections.size;
+  }
+
+  /** Agent processes alive: starting, running or stopping. */
+  get agentsAlive(): number {
+    return this.live.size;
   }
 
   /** Whether shutdown has begun. */

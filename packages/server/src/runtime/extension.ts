@@ -39,9 +39,10 @@ export interface ConnectionExtension {
   clientMessage?(message: JsonRpcMessage, conn: ConnectionApi): boolean | Promise<boolean>;
   /**
    * Sees the agent's response to a client request (`request` is what the client sent). Returning
-   * true means the response object was changed and must be re-serialized.
+   * true means the response object was changed and must be re-serialized; `"held"` means the
+   * extension delivers the answer itself later (`emit`), e.g. after requests of its own.
    */
-  agentResponse?(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean;
+  agentResponse?(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean | "held";
   /**
    * Sees agent notifications and requests. Returning true drops the message: the client never
    * sees it (for a request, the extension must answer it with `forward`).
