@@ -1,6 +1,7 @@
 import { isObject, META_KEY } from "../protocol.js";
 import { listModels } from "./models.js";
 import { objectAt } from "./advertise.js";
+import type { SessionDescription } from "../runtime/extension.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
 /** `_meta["sandboxagent.dev"]` of a session/list entry: stored metadata plus the runtime keys. */
@@ -23,6 +24,22 @@ export function listMeta(
   if (model !== null) meta.model = model;
   else delete meta.model;
   return meta;
+}
+
+/** A session for the connection list (`GET /v2/connections`): the same facts as `session/list`. */
+export function describeRecord(record: SessionRecord, state: ConnectionState): SessionDescription {
+  const title = typeof record.metadata.title === "string" ? record.metadata.title : record.agentTitle;
+  return {
+    sessionId: record.sessionId,
+    title: title ?? null,
+    cwd: record.cwd ?? null,
+    model: listModels(state.agent.get(record.sessionId), record.metadata.model).currentModelId,
+    createdAt: record.createdAt,
+    updatedAt: new Date(record.updatedMs).toISOString(),
+    ended: record.ended,
+    eventCount: record.eventCount,
+    metadata: structuredClone(record.metadata),
+  };
 }
 
 /** Merges the server's metadata into the agent's own `session/list` answer. */

@@ -3,6 +3,7 @@ import type { AgentDefinition } from "../agents/types.js";
 import { shortId, type Logger } from "../log.js";
 import { AgentProcess, type AgentExit } from "./agent-process.js";
 import { textChunkSession } from "./content-chunk.js";
+import { snapshotOf, type ConnectionSnapshot } from "./connection-snapshot.js";
 import {
   errorResponse,
   idKey,
@@ -90,6 +91,7 @@ export class Connection implements ConnectionApi {
   readonly agentId: string;
   readonly sessionIds = new Set<string>();
   state: ConnectionState = "initializing";
+  readonly createdAt = Date.now();
   lastActivity = Date.now();
   exit: AgentExit | undefined;
   /** Set once the connection ended: the agent exited, or the server ended it. */
@@ -204,6 +206,11 @@ export class Connection implements ConnectionApi {
 
   get hasReader(): boolean {
     return this.outbound.hasReader;
+  }
+
+  /** A read-only copy of what the connection list shows (see `connection-snapshot.ts`). */
+  snapshot(): ConnectionSnapshot {
+    return snapshotOf(this, this.outbound.log.lastSeq, this.options.extensions);
   }
 
   /** Sends `initialize` and resolves with the agent's response (extensions applied). */
