@@ -32,6 +32,7 @@ import {
 import { FileSystem } from "./filesystem.js";
 import { HttpTransport, type FetchLike } from "./http.js";
 import { Processes } from "./processes.js";
+import { Connections } from "./connections.js";
 import { metadataOf } from "./metadata.js";
 import type {
   AgentInfo,
@@ -118,6 +119,8 @@ export class SandboxAgentClient {
   readonly fs: FileSystem;
   /** Processes and terminals inside the sandbox; need no agent connection. */
   readonly processes: Processes;
+  /** The server's agent connections, whoever opened them (read-only); need no agent connection. */
+  readonly connections: Connections;
   private readonly http: HttpTransport;
   private readonly control: ControlPlane;
   private readonly hub = new EventHub();
@@ -177,6 +180,7 @@ export class SandboxAgentClient {
     this.agent = options.agent;
     this.fs = new FileSystem(this.http);
     this.processes = new Processes(this.http);
+    this.connections = new Connections(this.http);
     this.control = new ControlPlane(this.http);
     this.hub.subscribe({ types: ["update"] }, (event) => this.trackConfig(event));
     this.hub.subscribe({ types: ["ended"] }, (event) => {
