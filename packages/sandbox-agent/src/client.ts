@@ -1,4 +1,5 @@
 import type * as proto from "@agentclientprotocol/sdk";
+import { PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 import type { SessionStore } from "@sandbox-agent/session-store";
 import type { AcpEnvelope, AcpHttpClient } from "acp-http-client";
 import { BoundSession } from "./bound-session.js";
@@ -86,6 +87,12 @@ export interface SandboxAgentClientOptions {
   sessionId?: string;
   /** With `store`, for a session not recorded yet: the key of the sandbox it runs in. */
   sandboxKey?: string;
+  /**
+   * The id of a connection the server already runs (another client's, see `connections.list()`):
+   * `connect()` attaches to it instead of starting an agent. Its event stream has one reader at a
+   * time, so this takes it over from the client that holds it (see `acp-http-client`'s `attach`).
+   */
+  attach?: string;
   /** Errors of the background work for `store` (writing the mirror); default `console.warn`. */
   onStoreError?: (error: Error) => void;
 }
@@ -199,6 +206,11 @@ export class SandboxAgentClient {
     return this.connection !== undefined;
   }
 
+  /** The server's id of this client's agent connection, once connected. */
+  get connectionId(): string | undefined {
+    return this.connection?.rpc.connectionId;
+  }
+
   /**
    * What the connected agent supports; undefined when not connected, or when this client took over
    * a connection another client initialized.
@@ -275,6 +287,9 @@ export class SandboxAgentClient {
       connectTimeoutMs: this.options.connectTimeoutMs,
       requestTimeoutMs: this.options.requestTimeoutMs,
       onEnvelope: this.options.onEnvelope,
+      ...(this.options.attach !== undefined
+        ? { attach: { connectionId: this.options.attach, protocolVersion: PROTOCOL_VERSION } }
+        : {}),
     };
     const connection = await (this.bound ? this.bound.open(options) : openConnection(options));
     this.connection = connection;
