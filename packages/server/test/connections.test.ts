@@ -1,32 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import type { ConnectionSnapshot } from "../src/runtime/connection-snapshot.js";
 import { agentText, RawConnection } from "./support/rpc.js";
-
-interface SessionView {
-  sessionId: string;
-  title: string | null;
-  cwd: string | null;
-  model: string | null;
-  createdAt: string | null;
-  updatedAt: string | null;
-  ended: boolean;
-  eventCount: number;
-  metadata: Record<string, unknown>;
-}
-
-interface ConnectionView {
-  id: string;
-  agentId: string;
-  state: string;
-  pid: number | null;
-  createdAt: string;
-  lastActivityAt: string;
-  attached: boolean;
-  eventCount: number;
-  lastEventId: string | null;
-  sessions: SessionView[];
-}
 
 describe("GET /v2/connections", () => {
   const token = "connections-test-token";
@@ -40,10 +16,10 @@ describe("GET /v2/connections", () => {
   const get = (path: string, headers: Record<string, string> = server.headers()) =>
     fetch(`${server.baseUrl}${path}`, { headers });
 
-  async function list(): Promise<ConnectionView[]> {
+  async function list(): Promise<ConnectionSnapshot[]> {
     const response = await get("/v2/connections");
     assert.equal(response.status, 200);
-    return ((await response.json()) as { connections: ConnectionView[] }).connections;
+    return ((await response.json()) as { connections: ConnectionSnapshot[] }).connections;
   }
 
   it("lists another client's connection with its agent, pid, events and session metadata", async () => {
@@ -91,7 +67,7 @@ describe("GET /v2/connections", () => {
     // The same facts one at a time.
     const one = await get(`/v2/connections/${conn.id}`);
     assert.equal(one.status, 200);
-    assert.deepEqual(((await one.json()) as ConnectionView).sessions, listed.sessions);
+    assert.deepEqual(((await one.json()) as ConnectionSnapshot).sessions, listed.sessions);
 
     // Without a reader the list says so; after DELETE the connection is gone.
     sse.close();
