@@ -89,6 +89,13 @@ describe("inspector: the server's connections in Chromium", { skip: chromiumGate
     );
     assert.match(await conversation.innerText(), /result #script-1/);
     console.log(`raw view: ${await ui.shot("21-attached-raw")}`);
+
+    // A session the page starts itself: its connection is listed as the page's own.
+    await page.getByTestId("new-session").click();
+    const own = page.getByTestId("server-connection").filter({ hasText: "this page" });
+    await own.waitFor({ timeout: STEP_MS });
+    assert.equal(await page.getByTestId("server-connection").count(), 2);
+    assert.equal(await own.getByTestId("attach").count(), 0);
     ui.assertClean();
   });
 });

@@ -54,10 +54,11 @@ export class Workspace extends Observable {
     return connection;
   }
 
-  /** An open (or opening) connection to `agentId`, else a new one. */
+  /** An open (or opening) connection of this page to `agentId`, else a new one (never another client's). */
   connectionFor(agentId: string): ConnectionModel {
     const live = this.connections.find(
-      (c) => c.agentId === agentId && (c.state === "open" || c.state === "connecting"),
+      (c) =>
+        c.agentId === agentId && c.attached === undefined && (c.state === "open" || c.state === "connecting"),
     );
     return live ?? this.connect(agentId);
   }
