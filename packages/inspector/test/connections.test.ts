@@ -39,11 +39,14 @@ describe("inspector: the server's connections in Chromium", { skip: chromiumGate
     const { sessionId } = await script.newSession({ cwd: workdir, metadata: { title: "Script session" } });
     await script.prompt({ sessionId, prompt: "echo warm-up" });
     const connectionId = script.connectionId!;
+    // While the script reads the stream, the page does not offer to take it.
+    const row = page.locator(`[data-testid=server-connection][data-connection-id="${connectionId}"]`);
+    await row.waitFor({ timeout: STEP_MS });
+    assert.match(await row.innerText(), /read by another client/);
+    assert.equal(await row.getByTestId("attach").count(), 0);
     // The script hands the connection over (its stream ends; the agent keeps running).
     await script.release();
 
-    const row = page.locator(`[data-testid=server-connection][data-connection-id="${connectionId}"]`);
-    await row.waitFor({ timeout: STEP_MS });
     // The live list catches up with the release: nobody reads the connection's stream now.
     await waitFor(async () => /no reader/.test(await row.innerText()), STEP_MS, "the released connection");
     const listed = await row.innerText();

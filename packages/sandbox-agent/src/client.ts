@@ -90,7 +90,7 @@ export interface SandboxAgentClientOptions {
   /**
    * The id of a connection the server already runs (another client's, see `connections.list()`):
    * `connect()` attaches to it instead of starting an agent. Its event stream has one reader at a
-   * time, so this takes it over from the client that holds it (see `acp-http-client`'s `attach`).
+   * time: while another client reads it the server refuses this one (409) and `connect()` fails.
    */
   attach?: string;
   /** Errors of the background work for `store` (writing the mirror); default `console.warn`. */

@@ -1,7 +1,7 @@
 /**
  * The server's agent connections (`GET /v2/connections`), whoever opened them: what each agent
- * is doing, for dashboards and the inspector. Read-only; to follow one, attach to it
- * (`AcpHttpClient.attach` in `acp-http-client`), which takes its event stream over.
+ * is doing, for dashboards and the inspector. Read-only; to follow one nobody reads
+ * (`attached: false`), attach to it (the client's `attach` option).
  */
 import type { HttpTransport } from "./http.js";
 

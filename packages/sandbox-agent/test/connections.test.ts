@@ -31,4 +31,20 @@ describe("SDK connections", () => {
       return true;
     });
   });
+
+  test("attach continues a connection nobody reads, and is refused while another client reads it", async () => {
+    const app = fixture.client();
+    const { sessionId } = await app.newSession({ cwd: "/tmp" });
+    const connectionId = app.connectionId!;
+    const early = fixture.client({ autoConnect: false, attach: connectionId, connectTimeoutMs: 5_000 });
+    await assert.rejects(early.connect());
+    await app.release();
+
+    const watcher = fixture.client({ autoConnect: false, attach: connectionId });
+    await watcher.connect();
+    assert.equal(watcher.connectionId, connectionId);
+    const result = await watcher.prompt({ sessionId, prompt: "echo attached" });
+    assert.equal(result.stopReason, "end_turn");
+    assert.equal((await watcher.connections.get(connectionId)).attached, true);
+  });
 });

@@ -176,7 +176,7 @@ function ServerConnectionRow({ info, workspace }: { info: ConnectionInfo; worksp
           <span>{info.eventCount} events</span>
           <span title={info.createdAt}>started {formatRelative(info.createdAt)}</span>
           <span title={info.lastActivityAt}>active {formatRelative(info.lastActivityAt)}</span>
-          {!info.attached && <span class="badge muted">no reader</span>}
+          {!info.attached && mine === undefined && <span class="badge muted">no reader</span>}
         </span>
         <ul class="plain-list">
           {info.sessions.map((s) => (
@@ -191,12 +191,20 @@ function ServerConnectionRow({ info, workspace }: { info: ConnectionInfo; worksp
           ))}
         </ul>
       </div>
-      {mine === undefined && info.state === "open" && (
+      {mine === undefined && info.state === "open" && info.attached && (
+        <span
+          class="muted small-print"
+          title="The server refuses a second reader; open it once its client released it"
+        >
+          read by another client
+        </span>
+      )}
+      {mine === undefined && info.state === "open" && !info.attached && (
         <button
           class="link"
           onClick={() => workspace.attach(info)}
           data-testid="attach"
-          title="Take this connection's stream over: its messages and permission requests come here"
+          title="Attach: its messages and permission requests come here"
         >
           open here
         </button>

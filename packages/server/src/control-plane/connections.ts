@@ -50,7 +50,8 @@ export function connectionRoutes(connections: ConnectionRegistry): RouteDef[] {
       summary: "Every connection of the server (one agent process each) with its sessions",
       description:
         "Includes connections other clients opened. To follow one, attach to it (`GET /v2/rpc` with " +
-        "`Acp-Connection-Id`): the stream has one reader at a time, so this takes it over.",
+        "`Acp-Connection-Id`): the stream has one reader at a time (`attached`); a second one is " +
+        "refused (409) unless it resumes with `Last-Event-ID`, which takes the stream over.",
       tags: TAGS,
       responses: {
         200: {
