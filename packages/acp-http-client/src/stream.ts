@@ -149,6 +149,8 @@ class HttpTransport {
   private protocolVersion: number | undefined;
   private isClosed = false;
   private failure: Error | undefined;
+  /** An `attach` whose stream has not opened yet (the server may refuse it: another client reads). */
+  private attaching = false;
   private resolveClosed!: (reason: AcpCloseReason) => void;
   private closing: Promise<void> | undefined;
   /** Our requests still awaiting a response: a response for anything else is a duplicate. */
@@ -205,8 +207,18 @@ class HttpTransport {
     this.connectionId = target.connectionId;
     this.protocolVersion = target.protocolVersion;
     this.idPrefix = `${globalThis.crypto.randomUUID().slice(0, 8)}.`;
+    // Until the stream opens the connection is another client's: a failure must not DELETE it.
+    this.attaching = true;
     const opened = new Promise<undefined>(
-      (resolve) => void this.runSse(undefined, () => resolve(undefined), target.lastEventId ?? undefined),
+      (resolve) =>
+        void this.runSse(
+          undefined,
+          () => {
+            this.attaching = false;
+            resolve(undefined);
+          },
+          target.lastEventId ?? undefined,
+        ),
     );
     const ended = await Promise.race([opened, this.stream.closed]);
     if (ended !== undefined) {
@@ -558,7 +570,8 @@ class HttpTransport {
       error instanceof AcpConnectionLostError &&
       error.cause instanceof AcpHttpError &&
       error.cause.connectionLost;
-    if (this.connectionId !== undefined && !gone) void this.deleteConnection(this.connectionId);
+    if (this.connectionId !== undefined && !gone && !this.attaching)
+      void this.deleteConnection(this.connectionId);
     this.controller.error(error);
     this.resolveClosed({ kind: "error", error });
     return error;

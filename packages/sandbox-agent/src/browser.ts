@@ -60,6 +60,7 @@ export type {
   OutputStream,
 } from "./processes.js";
 export type { LogEvent, FollowOptions } from "./log-stream.js";
+export type { Connections, ConnectionInfo, ConnectionSessionInfo } from "./connections.js";
 export {
   Terminal,
   type TerminalOptions,

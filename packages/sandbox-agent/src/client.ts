@@ -1,4 +1,5 @@
 import type * as proto from "@agentclientprotocol/sdk";
+import { PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 import type { SessionStore } from "@sandbox-agent/session-store";
 import type { AcpEnvelope, AcpHttpClient } from "acp-http-client";
 import { BoundSession } from "./bound-session.js";
@@ -33,6 +34,7 @@ import { FileSystem } from "./filesystem.js";
 import { HttpTransport, type FetchLike } from "./http.js";
 import { Processes } from "./processes.js";
 import type { WebSocketConstructor } from "./terminal.js";
+import { Connections } from "./connections.js";
 import { metadataOf } from "./metadata.js";
 import type {
   AgentInfo,
@@ -86,6 +88,12 @@ export interface SandboxAgentClientOptions {
   sessionId?: string;
   /** With `store`, for a session not recorded yet: the key of the sandbox it runs in. */
   sandboxKey?: string;
+  /**
+   * The id of a connection the server already runs (another client's, see `connections.list()`):
+   * `connect()` attaches to it instead of starting an agent. Its event stream has one reader at a
+   * time: while another client reads it the server refuses this one (409) and `connect()` fails.
+   */
+  attach?: string;
   /** Errors of the background work for `store` (writing the mirror); default `console.warn`. */
   onStoreError?: (error: Error) => void;
   /**
@@ -127,6 +135,8 @@ export class SandboxAgentClient {
   readonly fs: FileSystem;
   /** Processes and terminals inside the sandbox; need no agent connection. */
   readonly processes: Processes;
+  /** The server's agent connections, whoever opened them (read-only); need no agent connection. */
+  readonly connections: Connections;
   private readonly http: HttpTransport;
   private readonly control: ControlPlane;
   private readonly hub = new EventHub();
@@ -186,6 +196,7 @@ export class SandboxAgentClient {
     this.agent = options.agent;
     this.fs = new FileSystem(this.http);
     this.processes = new Processes(this.http);
+    this.connections = new Connections(this.http);
     this.control = new ControlPlane(this.http);
     this.hub.subscribe({ types: ["update"] }, (event) => this.trackConfig(event));
     this.hub.subscribe({ types: ["ended"] }, (event) => {
@@ -202,6 +213,11 @@ export class SandboxAgentClient {
   /** True while the agent connection is open. */
   get connected(): boolean {
     return this.connection !== undefined;
+  }
+
+  /** The server's id of this client's agent connection, once connected. */
+  get connectionId(): string | undefined {
+    return this.connection?.rpc.connectionId;
   }
 
   /**
@@ -282,6 +298,9 @@ export class SandboxAgentClient {
       onEnvelope: this.options.onEnvelope,
       transport: this.options.transport,
       WebSocket: this.options.WebSocket,
+      ...(this.options.attach !== undefined
+        ? { attach: { connectionId: this.options.attach, protocolVersion: PROTOCOL_VERSION } }
+        : {}),
     };
     const connection = await (this.bound ? this.bound.open(options) : openConnection(options));
     this.connection = connection;

@@ -107,7 +107,8 @@ export async function openConnection(options: OpenConnectionOptions): Promise<Op
     });
     return { rpc, initializeResult };
   } catch (error) {
-    await rpc.close().catch(() => undefined);
+    // A failed attach must leave the connection to the client that reads it: close() would DELETE it.
+    await (options.attach ? rpc.detach() : rpc.close()).catch(() => undefined);
     throw convertError("connect", error, options.http.url(RPC_PATH));
   }
 }

@@ -78,9 +78,11 @@ export class ConnectionModel extends Observable {
   /** Session of each permission request seen, by request key, to show its answer. */
   private readonly permissionSessions = new Map<string, string>();
 
+  /** `attach`: the id of a connection another client opened, to continue instead of starting an agent. */
   constructor(
     readonly server: ServerModel,
     readonly agentId: string,
+    readonly attached?: string,
   ) {
     super();
     this.client = new SandboxAgentClient({
@@ -88,6 +90,7 @@ export class ConnectionModel extends Observable {
       token: server.token,
       agent: agentId,
       autoConnect: false,
+      ...(attached !== undefined ? { attach: attached } : {}),
       onEnvelope: (envelope) => this.observe(envelope),
       onPermissionRequest: (request, { signal }) => this.waitForAnswer(request, signal),
     });

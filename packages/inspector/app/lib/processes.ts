@@ -1,11 +1,7 @@
 import type { CreateOptions, ProcessInfo, Processes } from "sandbox-agent";
-import { errorMessage } from "./format.js";
-import { Observable } from "./observable.js";
+import { PolledList } from "./polled.js";
 import { ProcessLog } from "./process-log.js";
 import type { ServerModel } from "./server.js";
-
-/** How often the list is refreshed while the Processes tab is open and live. */
-const POLL_MS = 2000;
 
 /**
  * An interactive shell: the server's `$SHELL` (processes get it from the server's environment),
@@ -36,14 +32,9 @@ export type ProcessAction = "stop" | "kill" | "remove";
  * The server's processes as this page shows them: the list (polled while watched), and one output
  * log per process that stays with the page, so coming back to a process resumes where it left off.
  */
-export class ProcessesModel extends Observable {
+export class ProcessesModel extends PolledList {
   processes: ProcessInfo[] = [];
-  loaded = false;
-  /** Refresh the list every few seconds while watched. */
-  live = true;
-  error: string | undefined;
   private readonly logs = new Map<string, ProcessLog>();
-  private refreshing: Promise<void> | undefined;
 
   constructor(readonly server: ServerModel) {
     super();
@@ -57,40 +48,14 @@ export class ProcessesModel extends Observable {
     return this.processes.find((p) => p.id === id);
   }
 
-  /** Refreshes the list now and every few seconds while `live`; returns the function that stops it. */
-  watch(): () => void {
-    void this.refresh();
-    const timer = setInterval(() => this.live && void this.refresh(), POLL_MS);
-    return () => clearInterval(timer);
-  }
-
-  setLive(live: boolean): void {
-    this.live = live;
-    if (live) void this.refresh();
-    this.changed();
-  }
-
-  /** Refreshes the list (a refresh already under way is shared: a slow server gets no pile-up). */
-  refresh(): Promise<void> {
-    this.refreshing ??= this.load().finally(() => (this.refreshing = undefined));
-    return this.refreshing;
-  }
-
-  private async load(): Promise<void> {
-    try {
-      const processes = await this.api.list();
-      this.processes = processes.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-      this.error = undefined;
-      for (const [id, log] of this.logs)
-        if (!this.find(id)) {
-          log.stop();
-          this.logs.delete(id);
-        }
-    } catch (error) {
-      this.error = errorMessage(error);
-    }
-    this.loaded = true;
-    this.changed();
+  protected async load(): Promise<void> {
+    const processes = await this.api.list();
+    this.processes = processes.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    for (const [id, log] of this.logs)
+      if (!this.find(id)) {
+        log.stop();
+        this.logs.delete(id);
+      }
   }
 
   async create(options: CreateOptions): Promise<ProcessInfo> {

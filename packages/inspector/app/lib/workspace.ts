@@ -1,6 +1,8 @@
 import { ConnectionModel } from "./connection.js";
+import type { ConnectionInfo } from "sandbox-agent";
 import { Observable } from "./observable.js";
 import type { ServerModel } from "./server.js";
+import { ServerConnections } from "./server-connections.js";
 
 export interface Selection {
   connection: ConnectionModel;
@@ -11,9 +13,37 @@ export interface Selection {
 export class Workspace extends Observable {
   readonly connections: ConnectionModel[] = [];
   selected: Selection | undefined;
+  /** Every connection of the server, this page's and other clients'. */
+  readonly onServer: ServerConnections;
 
   constructor(readonly server: ServerModel) {
     super();
+    this.onServer = new ServerConnections(server);
+  }
+
+  /** This page's model of a server connection, if the page opened it or attached to it. */
+  mine(id: string): ConnectionModel | undefined {
+    return this.connections.find((c) => c.client.connectionId === id || c.attached === id);
+  }
+
+  /**
+   * Opens a connection of the server here, attaching to it if another client opened it: its
+   * stream (and permission requests) come to this page from then on; its first session is shown.
+   */
+  attach(info: ConnectionInfo): void {
+    let connection = this.mine(info.id);
+    if (connection === undefined) {
+      connection = new ConnectionModel(this.server, info.agentId, info.id);
+      connection.subscribe(() => this.changed());
+      this.connections.push(connection);
+    }
+    for (const session of info.sessions) {
+      const timeline = connection.timeline(session.sessionId);
+      if (session.title) timeline.title ??= session.title;
+    }
+    const first = info.sessions.find((s) => !s.ended) ?? info.sessions[0];
+    if (first) this.select(connection, first.sessionId);
+    else this.changed();
   }
 
   connect(agentId: string): ConnectionModel {
@@ -24,10 +54,11 @@ export class Workspace extends Observable {
     return connection;
   }
 
-  /** An open (or opening) connection to `agentId`, else a new one. */
+  /** An open (or opening) connection of this page to `agentId`, else a new one (never another client's). */
   connectionFor(agentId: string): ConnectionModel {
     const live = this.connections.find(
-      (c) => c.agentId === agentId && (c.state === "open" || c.state === "connecting"),
+      (c) =>
+        c.agentId === agentId && c.attached === undefined && (c.state === "open" || c.state === "connecting"),
     );
     return live ?? this.connect(agentId);
   }

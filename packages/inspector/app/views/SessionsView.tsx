@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import type { AgentDescription, SessionSummary } from "sandbox-agent";
+import type { AgentDescription, ConnectionInfo, SessionSummary } from "sandbox-agent";
 import { Conversation } from "../components/Conversation.js";
 import { RawView } from "../components/RawView.js";
 import type { ConnectionModel } from "../lib/connection.js";
@@ -159,6 +159,93 @@ function ConnectionBlock({ connection, workspace }: { connection: ConnectionMode
   );
 }
 
+function ServerConnectionRow({ info, workspace }: { info: ConnectionInfo; workspace: Workspace }) {
+  const mine = workspace.mine(info.id);
+  const ownedHere = mine !== undefined && mine.attached === undefined;
+  return (
+    <li class="list-row" data-testid="server-connection" data-connection-id={info.id}>
+      <div class="list-open">
+        <span class="list-title">
+          {info.agentId} <span class="muted">{shortId(info.id)}</span>
+          {ownedHere && <span class="badge">this page</span>}
+          {mine?.attached !== undefined && <span class="badge">attached here</span>}
+        </span>
+        <span class="list-meta">
+          <span>{info.state}</span>
+          {info.pid !== null && <span>pid {info.pid}</span>}
+          <span>{info.eventCount} events</span>
+          <span title={info.createdAt}>started {formatRelative(info.createdAt)}</span>
+          <span title={info.lastActivityAt}>active {formatRelative(info.lastActivityAt)}</span>
+          {!info.attached && mine === undefined && <span class="badge muted">no reader</span>}
+        </span>
+        <ul class="plain-list">
+          {info.sessions.map((s) => (
+            <li key={s.sessionId} class="list-meta" title={s.sessionId} data-testid="server-session">
+              <span>{s.title || shortId(s.sessionId)}</span>
+              {s.model && <span>{s.model}</span>}
+              <span>{s.eventCount} events</span>
+              {s.createdAt && <span title={s.createdAt}>created {formatRelative(s.createdAt)}</span>}
+              {s.updatedAt && <span title={s.updatedAt}>updated {formatRelative(s.updatedAt)}</span>}
+              {s.ended && <span class="badge">ended</span>}
+            </li>
+          ))}
+        </ul>
+      </div>
+      {mine === undefined && info.state === "open" && info.attached && (
+        <span
+          class="muted small-print"
+          title="The server refuses a second reader; open it once its client released it"
+        >
+          read by another client
+        </span>
+      )}
+      {mine === undefined && info.state === "open" && !info.attached && (
+        <button
+          class="link"
+          onClick={() => workspace.attach(info)}
+          data-testid="attach"
+          title="Attach: its messages and permission requests come here"
+        >
+          open here
+        </button>
+      )}
+    </li>
+  );
+}
+
+function ServerConnectionsList({ workspace }: { workspace: Workspace }) {
+  const list = workspace.onServer;
+  useObservable(list);
+  useEffect(() => list.watch(), [list]);
+  return (
+    <section data-testid="server-connections">
+      <h3>
+        On the server <span class="count">{list.connections.length}</span>
+      </h3>
+      <div class="connection-actions">
+        <label class="small-print">
+          <input
+            type="checkbox"
+            checked={list.live}
+            onChange={(e) => list.setLive(e.currentTarget.checked)}
+          />{" "}
+          live
+        </label>
+        <button class="link" onClick={() => void list.refresh()}>
+          refresh
+        </button>
+      </div>
+      {list.error && <div class="form-error">{list.error}</div>}
+      {list.connections.length === 0 && <div class="muted small-print">No agent connection runs.</div>}
+      <ul class="item-list">
+        {list.connections.map((info) => (
+          <ServerConnectionRow key={info.id} info={info} workspace={workspace} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 function Composer({ connection, sessionId }: { connection: ConnectionModel; sessionId: string }) {
   const timeline = connection.timeline(sessionId);
   const [text, setText] = useState("");
@@ -248,6 +335,7 @@ export function SessionsView({ workspace }: { workspace: Workspace }) {
         {workspace.connections.map((connection) => (
           <ConnectionBlock key={connection.key} connection={connection} workspace={workspace} />
         ))}
+        <ServerConnectionsList workspace={workspace} />
       </aside>
       <main class="main">
         {selected ? (

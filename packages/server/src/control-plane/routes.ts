@@ -4,6 +4,7 @@ import type { Logger } from "../log.js";
 import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionRegistry } from "../runtime/connections.js";
 import { agentRoutes } from "./agents.js";
+import { connectionRoutes } from "./connections.js";
 import { fsRoutes } from "./fs.js";
 import { metricsDocumentation } from "../observability/metrics-openapi.js";
 import { healthDocumentation } from "./health-openapi.js";
@@ -40,6 +41,7 @@ export function controlPlaneRoutes(deps: ControlPlaneDeps): Route[] {
     ...agentRoutes(deps),
     ...fsRoutes({ root: deps.fsRoot, maxUploadBytes: deps.fsMaxUploadBytes, logger: deps.logger }),
     ...processRoutes(deps.processes),
+    ...connectionRoutes(deps.connections),
   ];
   // Routes built with defineRoute() document themselves; plain Routes are left out of the document.
   return [

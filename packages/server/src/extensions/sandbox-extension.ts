@@ -1,5 +1,5 @@
 import type { Logger } from "../log.js";
-import type { ConnectionApi, ConnectionExtension } from "../runtime/extension.js";
+import type { ConnectionApi, ConnectionExtension, SessionDescription } from "../runtime/extension.js";
 import {
   EXTENSION_PREFIX,
   idKey,
@@ -21,7 +21,7 @@ import {
 import { absorbSwitch, absorbUpdate, currentMode, listModels, currentValue } from "./models.js";
 import { metadataOverLimit } from "./params.js";
 import { advertiseExtensions } from "./advertise.js";
-import { fallbackList, mergeIntoAgentList } from "./session-list.js";
+import { describeRecord, fallbackList, mergeIntoAgentList } from "./session-list.js";
 import type { StateTable } from "../store/event-store.js";
 import {
   ConnectionStates,
@@ -254,6 +254,12 @@ export class SandboxExtension implements ConnectionExtension {
     absorbUpdate(state, sessionId, update);
     if (update.sessionUpdate === "session_info_update" && typeof update.title === "string")
       record.agentTitle = update.title;
+  }
+
+  describeSession(sessionId: string, conn: ConnectionApi): SessionDescription | undefined {
+    const record = this.store.get(conn.agentId, sessionId);
+    if (record === undefined) return undefined;
+    return describeRecord(record, this.states.of(conn));
   }
 
   sessionsEnded(conn: ConnectionApi): void {

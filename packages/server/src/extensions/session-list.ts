@@ -1,6 +1,7 @@
 import { isObject, META_KEY } from "../protocol.js";
-import { effectiveMetadata } from "./models.js";
+import { effectiveMetadata, listModels } from "./models.js";
 import { objectAt } from "./advertise.js";
+import type { SessionDescription } from "../runtime/extension.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
 /** `_meta["sandboxagent.dev"]` of a session/list entry: stored metadata plus the runtime keys. */
@@ -17,6 +18,22 @@ export function listMeta(
     updatedAt: record ? new Date(record.updatedMs).toISOString() : null,
     ended: record?.ended ?? false,
     eventCount: record?.eventCount ?? 0,
+  };
+}
+
+/** A session for the connection list (`GET /v2/connections`): the same facts as `session/list`. */
+export function describeRecord(record: SessionRecord, state: ConnectionState): SessionDescription {
+  const title = typeof record.metadata.title === "string" ? record.metadata.title : record.agentTitle;
+  return {
+    sessionId: record.sessionId,
+    title: title ?? null,
+    cwd: record.cwd ?? null,
+    model: listModels(state.agent.get(record.sessionId), record.metadata.model).currentModelId,
+    createdAt: record.createdAt,
+    updatedAt: new Date(record.updatedMs).toISOString(),
+    ended: record.ended,
+    eventCount: record.eventCount,
+    metadata: structuredClone(record.metadata),
   };
 }
 

@@ -7,6 +7,7 @@ import {
   type ReattachMethod,
 } from "./connection-record.js";
 import { textChunkSession } from "./content-chunk.js";
+import { snapshotOf, type ConnectionSnapshot } from "./connection-snapshot.js";
 import {
   errorResponse,
   idKey,
@@ -364,6 +365,11 @@ export class Connection implements ConnectionApi {
 
   get hasReader(): boolean {
     return this.outbound.hasReader;
+  }
+
+  /** A read-only copy of what the connection list shows (see `connection-snapshot.ts`). */
+  snapshot(): ConnectionSnapshot {
+    return snapshotOf(this, this.outbound.log.lastSeq, this.options.extensions);
   }
 
   /** Sends `initialize` and resolves with the agent's response (extensions applied). */

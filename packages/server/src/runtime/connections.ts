@@ -5,6 +5,7 @@ import { Connection, type ConnectionOptions } from "./connection.js";
 import type { AgentLaunch, ConnectionRecord } from "./connection-record.js";
 import type { ConnectionExtension } from "./extension.js";
 import type { ConnectionObserver } from "./observer.js";
+import type { ConnectionSnapshot } from "./connection-snapshot.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 
 /** Why the registry refused to start a connection; the HTTP layer answers 503 with it. */
@@ -188,6 +189,16 @@ export class ConnectionRegistry {
   /** Whether shutdown has begun. */
   get closing(): boolean {
     return this.shuttingDown;
+  }
+
+  /** Read-only copies of every registered connection, oldest first (for `GET /v2/connections`). */
+  snapshots(): ConnectionSnapshot[] {
+    return [...this.connections.values()].map((conn) => conn.snapshot());
+  }
+
+  /** A read-only copy of one connection, if registered. */
+  snapshot(id: string): ConnectionSnapshot | undefined {
+    return this.connections.get(id)?.snapshot();
   }
 
   all(): Connection[] {

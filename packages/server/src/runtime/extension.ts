@@ -59,4 +59,22 @@ export interface ConnectionExtension {
    * `_sandboxagent/session/ended` is sent) or the connection was closed (DELETE, expiry, shutdown).
    */
   sessionsEnded?(conn: ConnectionApi, exit: AgentExit | undefined): void;
+  /** What the extension knows about a session (title, model, counts…), for the connection list. */
+  describeSession?(sessionId: string, conn: ConnectionApi): SessionDescription | undefined;
+}
+
+/** A session as the connection list (`GET /v2/connections`) shows it: plain data, a copy. */
+export interface SessionDescription {
+  sessionId: string;
+  title: string | null;
+  cwd: string | null;
+  model: string | null;
+  /** ISO 8601; null when no extension recorded the session. */
+  createdAt: string | null;
+  updatedAt: string | null;
+  ended: boolean;
+  /** `session/update` notifications the agent sent for the session. */
+  eventCount: number;
+  /** Client metadata (`_meta["sandboxagent.dev"]` of session/new, `set_metadata`). */
+  metadata: Record<string, unknown>;
 }
