@@ -18,6 +18,7 @@ export function checkUpgrade(
   security: SecurityOptions,
   redeem: (ticket: string) => boolean,
 ): void {
+  checkHandshake(req);
   checkHost(req, security);
   checkOrigin(req, security);
   const ticket = url.searchParams.get("ticket");
@@ -30,6 +31,42 @@ export function checkUpgrade(
         "Unauthorized",
         "The ticket is unknown, used or expired; get a new one.",
       );
+}
+
+/**
+ * What `ws` checks before accepting (RFC 6455 §4.2.1), checked first so that a malformed or
+ * non-WebSocket upgrade (e.g. `Upgrade: h2c`) gets a problem+json answer, not `ws`'s HTML one.
+ */
+function checkHandshake(req: IncomingMessage): void {
+  if (req.method !== "GET") {
+    throw new ProblemError(
+      405,
+      "method-not-allowed",
+      "Method Not Allowed",
+      "A WebSocket upgrade is a GET.",
+      {},
+      {
+        allow: "GET",
+      },
+    );
+  }
+  if (req.headers.upgrade?.toLowerCase() !== "websocket")
+    throw problems.badRequest(
+      `Upgrade must be "websocket" here (got ${JSON.stringify(req.headers.upgrade ?? "")}).`,
+    );
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers["sec-websocket-key"] ?? ""))
+    throw problems.badRequest("Sec-WebSocket-Key is missing or not a base64 16-byte nonce.");
+  const version = req.headers["sec-websocket-version"];
+  if (version !== "13" && version !== "8") {
+    throw new ProblemError(
+      426,
+      "upgrade-required",
+      "Upgrade Required",
+      "Sec-WebSocket-Version must be 13.",
+      {},
+      { "sec-websocket-version": "13" },
+    );
+  }
 }
 
 /** Answers a refused upgrade with a plain HTTP problem response and closes the socket. */
