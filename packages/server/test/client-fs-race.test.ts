@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
-import { startFlipper } from "./support/flipper.js";
+import { changedSince, snapshot, startFlipper } from "./support/flipper.js";
 import { RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /** The agent keeps reading and writing for at least this long while the hostile process swaps. */
@@ -18,18 +18,6 @@ const SECRET = "outside the root";
 const SERVE_FS = { _meta: { "sandboxagent.dev": { agent: "mock", serveClientCapabilities: { fs: true } } } };
 
 /** Every file and directory below `dir` with its content (directories as "<dir>"). */
-function snapshot(dir: string, prefix = ""): Map<string, string> {
-  const found = new Map<string, string>();
-  for (const name of readdirSync(dir).sort()) {
-    const full = path.join(dir, name);
-    if (statSync(full).isDirectory()) {
-      found.set(prefix + name, "<dir>");
-      for (const [k, v] of snapshot(full, `${prefix}${name}/`)) found.set(k, v);
-    } else found.set(prefix + name, readFileSync(full, "utf8"));
-  }
-  return found;
-}
-
 /** The agent's messages of one session, one per command of the mock agent's script. */
 function agentMessages(messages: RpcMessage[], sessionId: string): string[] {
   return messages
@@ -115,10 +103,7 @@ describe("served fs/* client methods against a hostile process swapping a direct
         /^read d\/only-outside\.txt: /.test(m) ||
         / failed: -?\d+ E[A-Z]+: /.test(m),
     );
-    const after_ = snapshot(outside);
-    const changed = [...new Set([...before_.keys(), ...after_.keys()])].filter(
-      (name) => before_.get(name) !== after_.get(name),
-    );
+    const changed = changedSince(before_, outside);
     assert.equal(messages.length, turns * ROUND * 4, `one answer per request: ${summary}`);
     assert.ok(messages.length >= 200, `too few requests to mean anything: ${summary}`);
     assert.ok(flips >= 1000, `the hostile process barely ran: ${summary}`);

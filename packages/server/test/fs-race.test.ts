@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
-import { startFlipper } from "./support/flipper.js";
+import { changedSince, snapshot, startFlipper } from "./support/flipper.js";
 
 /** Requests are sent for at least this long while the hostile process swaps… */
 const FLIP_MS = 6000;
@@ -21,18 +21,6 @@ interface Outcome {
 }
 
 /** Every file and directory below `dir` with its content (directories as "<dir>"). */
-function snapshot(dir: string, prefix = ""): Map<string, string> {
-  const found = new Map<string, string>();
-  for (const name of readdirSync(dir).sort()) {
-    const full = path.join(dir, name);
-    if (statSync(full).isDirectory()) {
-      found.set(prefix + name, "<dir>");
-      for (const [k, v] of snapshot(full, `${prefix}${name}/`)) found.set(k, v);
-    } else found.set(prefix + name, readFileSync(full, "utf8"));
-  }
-  return found;
-}
-
 /**
  * A local process swaps a directory of the root for a symlink to a directory outside it, as fast
  * as it can, while a client reads, lists, stats, uploads, writes, creates, moves and deletes
@@ -112,10 +100,7 @@ describe("filesystem API against a hostile process swapping a directory for a sy
         (o.operation === "list" && o.body.includes("only-outside")) ||
         (o.operation === "move-out" && o.status === 200),
     );
-    const after_ = snapshot(outside);
-    const changed = [...new Set([...before_.keys(), ...after_.keys()])].filter(
-      (name) => before_.get(name) !== after_.get(name),
-    );
+    const changed = changedSince(before_, outside);
     const byStatus = new Map<string, number>();
     for (const o of outcomes)
       byStatus.set(`${o.operation} ${o.status}`, (byStatus.get(`${o.operation} ${o.status}`) ?? 0) + 1);

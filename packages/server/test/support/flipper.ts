@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempDir } from "@sandbox-agent/testkit";
@@ -38,4 +38,25 @@ export function startFlipper(dir: string, outside: string, maxMs: number): Flipp
       return Number(output.trim());
     },
   };
+}
+
+/** Every entry below `dir` (files with their contents, directories as `<dir>`), by relative path. */
+export function snapshot(dir: string, prefix = ""): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const name of readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) {
+      found.set(prefix + name, "<dir>");
+      for (const [k, v] of snapshot(full, `${prefix}${name}/`)) found.set(k, v);
+    } else found.set(prefix + name, readFileSync(full, "utf8"));
+  }
+  return found;
+}
+
+/** The paths below `dir` created, changed or removed since `before` was taken. */
+export function changedSince(before: Map<string, string>, dir: string): string[] {
+  const after = snapshot(dir);
+  return [...new Set([...before.keys(), ...after.keys()])].filter(
+    (name) => before.get(name) !== after.get(name),
+  );
 }
