@@ -170,21 +170,12 @@ class WebSocketTransport {
     } else {
       this.seq++;
     }
-    this.observe({
-      direction: "inbound",
-      message,
-      ...(this.epoch === undefined || this.connectionId === undefined
-        ? {}
-        : { eventId: `${this.epoch}.${this.seq}` }),
-    });
+    const eventId =
+      this.epoch === undefined || this.connectionId === undefined ? undefined : `${this.epoch}.${this.seq}`;
+    this.observe({ direction: "inbound", message, ...(eventId === undefined ? {} : { eventId }) });
     this.controller.enqueue(message);
-    if (
-      this.epoch !== undefined &&
-      this.connectionId !== undefined &&
-      this.options.onEventId &&
-      !this.isClosed
-    )
-      callSafely(this.options.onEventId, `${this.epoch}.${this.seq}`);
+    if (eventId !== undefined && this.options.onEventId && !this.isClosed)
+      callSafely(this.options.onEventId, eventId);
   }
 
   /** The initialize answer: learn the connection and where its event stream starts. */

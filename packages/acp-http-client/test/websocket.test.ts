@@ -89,4 +89,46 @@ describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server",
       await proxy.stop();
     }
   });
+
+  it("reports each counted event id, refuses attach, and detaches without ending the connection", async () => {
+    const ids: string[] = [];
+    const envelopeIds: string[] = [];
+    const client = new AcpHttpClient({
+      baseUrl: server.baseUrl,
+      token: TOKEN,
+      transport: "websocket",
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+      onEventId: (id) => ids.push(id),
+    });
+    client.onEnvelope((e) => e.direction === "inbound" && e.eventId && envelopeIds.push(e.eventId));
+    await client.initialize(initParams());
+    const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    await client.prompt({ sessionId, prompt: text("chunks 5") });
+    assert.ok(ids.length >= 7, `event ids: ${ids.join(" ")}`);
+    assert.deepEqual(ids, envelopeIds);
+    const seqs = ids.map((id) => Number(id.split(".")[1]));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => seqs[0]! + i),
+      "consecutive",
+    );
+    await assert.rejects(
+      client.attach({ connectionId: client.connectionId!, protocolVersion: 1 }),
+      /attach needs transport "http"/,
+    );
+    const id = client.connectionId!;
+    await client.detach();
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    // Detached is a drop, not an end: the server keeps the connection for a resume.
+    await waitFor(async () => {
+      const res = await fetch(`${server.baseUrl}/v2/connections/${id}`, { headers });
+      const body = (await res.json()) as { attached?: boolean };
+      return res.status === 200 && body.attached === false;
+    });
+    const deleted = await fetch(`${server.baseUrl}/v2/rpc`, {
+      method: "DELETE",
+      headers: { ...headers, "acp-connection-id": id },
+    });
+    assert.equal(deleted.status, 202, "the connection was still there to delete");
+  });
 });
