@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { mockWith, stdinLog } from "./support/agents.js";
 import { processesWith, rssBytes } from "./support/procs.js";
+import { problemDefect, rawExchange } from "./support/raw-http.js";
 import type { RpcMessage } from "./support/rpc.js";
 import { openWs, refusedWs, type WsRpc } from "./support/ws-rpc.js";
 
@@ -129,6 +130,33 @@ describe("WebSocket transport on /v2/rpc", { timeout: 60_000 }, () => {
     await ws.waitFor((m) => m.id === 0);
     ws.ws.close();
     assert.equal((await refusedWs(server.baseUrl, { query: { ticket } })).status, 401, "a ticket works once");
+  });
+
+  it("a malformed or non-WebSocket upgrade gets a problem+json answer, not the WebSocket library's HTML", async () => {
+    const KEY = "dGhlIHNhbXBsZSBub25jZQ==";
+    const upgrade = (headers: string) =>
+      `GET /v2/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: Upgrade\r\n${headers}\r\n`;
+    const cases: Array<[string, string, number]> = [
+      ["Upgrade: h2c", "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n", 400],
+      ["no Sec-WebSocket-Key", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n", 400],
+      [
+        "an old version",
+        `Upgrade: websocket\r\nSec-WebSocket-Key: ${KEY}\r\nSec-WebSocket-Version: 7\r\n`,
+        426,
+      ],
+    ];
+    for (const [name, headers, status] of cases) {
+      const [response] = await rawExchange(server.port, upgrade(headers), { timeoutMs: 5000 });
+      assert.ok(response, `${name}: no answer`);
+      assert.equal(response.status, status, name);
+      const defect = problemDefect(
+        response.status,
+        response.headers.get("content-type"),
+        response.body,
+        response.complete,
+      );
+      assert.equal(defect, undefined, name);
+    }
   });
 
   it("answers bad frames with JSON-RPC errors and requires initialize first", async () => {
