@@ -53,7 +53,7 @@ export interface HandledResponse {
   writeHead(status: number, headers?: Record<string, string | number>): unknown;
   setHeader(name: string, value: string): unknown;
   flushHeaders(): void;
-  write(chunk: string | Uint8Array): boolean;
+  write(chunk: string): boolean;
   end(): unknown;
   end(chunk: string): unknown;
   once(event: string, listener: Listener): unknown;

