@@ -81,14 +81,17 @@ export class Router {
     const hit = matching.find((m) => m.route.method === req.method);
     if (!hit) throw problems.methodNotAllowed(matching.map((m) => m.route.method).join(", "));
     const params: Record<string, string> = {};
-    hit.route.names.forEach((name, i) => (params[name] = decodeSegment(hit.match![i + 1]!)));
+    hit.route.names.forEach((name, i) => (params[name] = decodeSegment(hit.match[i + 1]!)));
     await hit.route.handler({ req, res, url, params });
   }
 
-  private match(pathname: string) {
-    return this.routes
-      .map((route) => ({ route, match: route.pattern.exec(pathname) }))
-      .filter((m) => m.match !== null);
+  private match(pathname: string): Array<{ route: CompiledRoute; match: RegExpExecArray }> {
+    const matching = [];
+    for (const route of this.routes) {
+      const match = route.pattern.exec(pathname);
+      if (match !== null) matching.push({ route, match });
+    }
+    return matching;
   }
 
   /** Loads the pending groups covering `pathname`; whether any was loaded. */

@@ -446,7 +446,9 @@ export class Connection implements ConnectionApi {
   async receive(message: JsonRpcMessage, raw: string): Promise<void> {
     this.lastActivity = Date.now();
     for (const ext of this.options.extensions) {
-      if (await ext.clientMessage?.(message, this)) return;
+      // Awaited only when it is a promise: an `await` per extension was a microtask hop each on every request.
+      const handled = ext.clientMessage?.(message, this);
+      if (handled === true || (handled instanceof Promise && (await handled))) return;
     }
     const kind = kindOf(message);
     if (kind === "response") {

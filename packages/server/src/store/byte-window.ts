@@ -50,7 +50,8 @@ export class ByteWindow {
   /** Oldest seq still readable (events before it in the first slab were dropped). */
   private first: number;
   private next: number;
-  private retainedBytes = 0;
+  /** Bytes used in all slabs; the window's size is this less what precedes `first` in the oldest slab. */
+  private usedBytes = 0;
 
   constructor(
     private readonly limits: WindowLimits,
@@ -80,6 +81,7 @@ export class ByteWindow {
       const exact = Buffer.byteLength(data);
       if (!slab || !this.fits(slab, exact)) slab = this.newSlab(exact);
     }
+    const before = slab.used;
     if (slab.frameStart === -1) {
       slab.frameStart = slab.used;
       slab.frameCount = 0;
@@ -91,9 +93,8 @@ export class ByteWindow {
     if (slab.count === slab.offsets.length) slab.offsets = grow(slab.offsets);
     slab.offsets[slab.count++] = at;
     slab.frameCount++;
+    this.usedBytes += at + RECORD_HEADER_BYTES + written - before;
     slab.used = at + RECORD_HEADER_BYTES + written;
-    this.retainedBytes += RECORD_HEADER_BYTES + written;
-    this.evict();
     return this.next++;
   }
 
@@ -174,30 +175,34 @@ export class ByteWindow {
   }
 
   /**
-   * Drops the oldest events past the limits; the newest event always stays, and so does any event
-   * the segment writer has not taken yet (a window backed by a file never loses unwritten bytes).
+   * Drops the oldest events past the limits (bytes count their framing); the newest event always
+   * stays, and so does any event the segment writer has not taken yet (a window backed by a file
+   * never loses unwritten bytes). Called once per commit rather than per append: the events to
+   * drop are found from the offsets, a slab at a time, without reading each one.
    */
-  private evict(): void {
-    const { maxEvents, maxBytes } = this.limits;
-    while (
-      this.next - this.first > 1 &&
-      (this.next - this.first > maxEvents || this.retainedBytes > maxBytes)
-    )
-      if (!this.dropOldest()) return;
-  }
-
-  private dropOldest(): boolean {
-    const slab = this.slabs[0]!;
-    const at = slab.offsets[this.first - slab.firstSeq]!;
-    if (this.sealFrames && at >= slab.taken) return false;
-    this.retainedBytes -= RECORD_HEADER_BYTES + slab.buf.readUInt32LE(at);
-    this.first++;
-    if (this.first === slab.firstSeq + slab.count && slab !== this.slabs.at(-1)) {
+  trim(): void {
+    while (this.next - this.first > 1) {
+      const slab = this.slabs[0]!;
+      const end = Math.min(slab.firstSeq + slab.count, this.next - 1);
+      const to = this.keptFrom(slab, end);
+      if (to <= this.first) return;
+      this.first = to;
+      if (to < slab.firstSeq + slab.count || slab === this.slabs.at(-1)) return;
       // Its last event is gone (and was taken, so all of it was): the slab is released.
       this.slabs.shift();
+      this.usedBytes -= slab.used;
       if (slab.buf.length === MAX_SLAB_BYTES) this.spare = slab.buf;
     }
-    return true;
+  }
+
+  /** The oldest seq (≤ `end`) of `slab`, the oldest slab, that the limits let the window keep. */
+  private keptFrom(slab: Slab, end: number): number {
+    const { maxEvents, maxBytes } = this.limits;
+    const at = (seq: number) => slab.offsets[seq - slab.firstSeq]!;
+    let to = Math.min(end, Math.max(this.first, this.next - maxEvents));
+    while (to < end && this.usedBytes - at(to) > maxBytes) to++;
+    if (this.sealFrames) while (to > this.first && at(to - 1) >= slab.taken) to--;
+    return to;
   }
 }
 

@@ -127,7 +127,9 @@ class MemoryLog implements ConnectionLog {
     return this.window.append(data);
   }
 
-  commit(): void {}
+  commit(): void {
+    this.window.trim();
+  }
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
     return cursor >= this.durableSeq ? undefined : this.window.read(cursor, maxBytes);
@@ -329,6 +331,7 @@ class DiskLog implements ConnectionLog {
       return;
     }
     this.window.markTaken();
+    this.window.trim();
     this.writtenSeq = this.window.nextSeq - 1;
     this.failure = undefined;
     this.store.written(this);

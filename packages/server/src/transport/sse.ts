@@ -114,6 +114,11 @@ export class SseResponse {
 /** Largest amount of event data put into one socket write. */
 export const WRITE_BATCH_BYTES = 64 * 1024;
 
+/**
+ * A batch framed as SSE events. Kept a string: encoding it to a Buffer here (to spare node:http's
+ * and the access log's UTF-8 length scans) measured slower, ~250 against ~130 ns per event, since
+ * the first scan only flattens the string that the socket write must flatten anyway.
+ */
 function framed(epoch: string, batch: EventBatch): string {
   let text = "";
   let seq = batch.first;
