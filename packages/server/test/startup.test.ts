@@ -36,6 +36,8 @@ describe("start-up loads only the transport and health", () => {
       "/dist/src/control-plane/fs",
       "/dist/src/control-plane/processes",
       "/node_modules/ws/",
+      // HTTP/2 (and the TLS and crypto modules it pulls in) loads with the first h2c connection.
+      "node:http2",
     ])
       assert.equal(
         loaded().some((url) => url.includes(lazy)),
