@@ -15,9 +15,12 @@ export const percentile = (values, p) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 };
 
-/** Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy. */
-export async function startServer(extraArgs = [], configJson) {
-  const args = [serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
+/**
+ * Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy.
+ * `nodeArgs` go to node itself (before the CLI).
+ */
+export async function startServer(extraArgs = [], configJson, nodeArgs = []) {
+  const args = [...nodeArgs, serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
   if (configJson) {
     const file = `${tempDir()}/config.json`;
     writeFileSync(file, JSON.stringify(configJson));
