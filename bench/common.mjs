@@ -26,11 +26,16 @@ export async function startServer(extraArgs = [], configJson, nodeArgs = []) {
     writeFileSync(file, JSON.stringify(configJson));
     args.push("--config", file);
   }
+  return startNode(args, { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() });
+}
+
+/**
+ * Spawns `node ARGS`, waits for its "listening on URL" line on stdout, then for a 200 on
+ * `/v2/health`; `startMs` is spawn → healthy.
+ */
+export async function startNode(args, env = process.env) {
   const started = performance.now();
-  const child = spawn(process.execPath, args, {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() },
-  });
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env });
   const url = await new Promise((resolve, reject) => {
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d) => {
@@ -40,14 +45,19 @@ export async function startServer(extraArgs = [], configJson, nodeArgs = []) {
     });
     child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
   });
+  await untilHealthy(`${url}/v2/health`);
+  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
+}
+
+/** Resolves once `healthUrl` answers 200 (connection errors are retried). */
+export async function untilHealthy(healthUrl) {
   for (;;) {
-    const ok = await fetch(`${url}/v2/health`).then(
+    const ok = await fetch(healthUrl).then(
       (r) => r.ok,
       () => false,
     );
-    if (ok) break;
+    if (ok) return;
   }
-  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
 }
 
 /** Runs a benchmark's `main` and exits (servers and agents it started may still be stopping). */

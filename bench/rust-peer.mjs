@@ -12,7 +12,7 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
-import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { cpuMs, percentile, runMain, sseSplitter, startNode, startServer, untilHealthy } from "./common.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const peerDir = path.join(here, ".rust-peer");
@@ -74,13 +74,7 @@ async function startPeer(bin) {
     env,
   });
   const url = `http://127.0.0.1:${port}`;
-  for (;;) {
-    const ok = await fetch(`${url}/v1/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-  }
+  await untilHealthy(`${url}/v1/health`);
   return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
 }
 
@@ -189,27 +183,7 @@ async function session(conn) {
 const FLOOR_SERVER = `const s = require("node:http").createServer((q, r) => r.end('{"status":"ok"}'));
 s.listen(0, "127.0.0.1", () => console.log("sandbox-agent listening on http://127.0.0.1:" + s.address().port));`;
 
-async function startFloor() {
-  const started = performance.now();
-  const child = spawn(process.execPath, ["-e", FLOOR_SERVER], { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (d) => {
-      out += d;
-      const m = /listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`floor server exited ${code}`)));
-  });
-  for (;;) {
-    const ok = await fetch(`${url}/v2/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-  }
-  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
-}
+const startFloor = () => startNode(["-e", FLOOR_SERVER]);
 
 async function measureStart(kind, bin) {
   const server =
