@@ -122,10 +122,18 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
         // node:http accepts sockets half-open (allowHalfOpen); an HTTP/2 session on one never
         // notices its client left, and its streams (an SSE reader) would stay attached for ever.
         socket.allowHalfOpen = false;
-        loadH2c().then(
-          (h2) => h2.accept(socket),
-          () => socket.destroy(),
-        );
+        // While node:http2 loads (the first h2c connection only), the socket waits paused, and
+        // shutdown still finds it among the unclassified.
+        unclassified.add(socket);
+        const drop = (): void => {
+          socket.destroy();
+        };
+        socket.once("error", drop);
+        loadH2c().then((h2) => {
+          unclassified.delete(socket);
+          socket.off("error", drop);
+          if (!socket.destroyed) h2.accept(socket);
+        }, drop);
         return;
       }
       Reflect.apply(serveHttp1, server, [socket]);
