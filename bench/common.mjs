@@ -15,19 +15,27 @@ export const percentile = (values, p) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 };
 
-/** Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy. */
-export async function startServer(extraArgs = [], configJson) {
-  const args = [serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
+/**
+ * Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy.
+ * `nodeArgs` go to node itself (before the CLI).
+ */
+export async function startServer(extraArgs = [], configJson, nodeArgs = []) {
+  const args = [...nodeArgs, serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
   if (configJson) {
     const file = `${tempDir()}/config.json`;
     writeFileSync(file, JSON.stringify(configJson));
     args.push("--config", file);
   }
+  return startNode(args, { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() });
+}
+
+/**
+ * Spawns `node ARGS`, waits for its "listening on URL" line on stdout, then for a 200 on
+ * `/v2/health`; `startMs` is spawn → healthy.
+ */
+export async function startNode(args, env = process.env) {
   const started = performance.now();
-  const child = spawn(process.execPath, args, {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() },
-  });
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env });
   const url = await new Promise((resolve, reject) => {
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d) => {
@@ -37,14 +45,19 @@ export async function startServer(extraArgs = [], configJson) {
     });
     child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
   });
+  await untilHealthy(`${url}/v2/health`);
+  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
+}
+
+/** Resolves once `healthUrl` answers 200 (connection errors are retried). */
+export async function untilHealthy(healthUrl) {
   for (;;) {
-    const ok = await fetch(`${url}/v2/health`).then(
+    const ok = await fetch(healthUrl).then(
       (r) => r.ok,
       () => false,
     );
-    if (ok) break;
+    if (ok) return;
   }
-  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
 }
 
 /** Runs a benchmark's `main` and exits (servers and agents it started may still be stopping). */

@@ -2,7 +2,9 @@
 // Benchmark: the server's event log on disk. Recovery: start → healthy on a data directory holding
 // many connections' logs, against the same server on an empty one. Memory: the server's RSS across
 // one large turn with the log on disk, against the same turn with `--in-memory`.
-//   node bench/event-log.mjs [--quick] [--json]
+//   node bench/event-log.mjs [--quick] [--json] [--turn-only] [--server-args "ARGS"]
+// --turn-only skips recovery; --server-args adds node options to the server's command line (for
+// example "--max-semi-space-size=4", to see what the young generation's size does to RSS).
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { tempDir } from "@sandbox-agent/testkit";
@@ -15,6 +17,9 @@ const CONNECTIONS = quick ? 100 : 1000;
 const LOG_BYTES = (quick ? 100 : 1024) * 2 ** 20;
 const TURN_BYTES = (quick ? 50 : 200) * 2 ** 20;
 const ROUNDS = 3;
+const turnOnly = process.argv.includes("--turn-only");
+const serverArgsAt = process.argv.indexOf("--server-args");
+const nodeArgs = serverArgsAt === -1 ? [] : process.argv[serverArgsAt + 1].split(" ").filter(Boolean);
 
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const log = (...a) => !asJson && console.error(...a);
@@ -88,7 +93,7 @@ async function recovery() {
 
 /** One turn of about `TURN_BYTES`, read to its end over SSE; the server's RSS sampled every 50 ms. */
 async function bigTurn(extraArgs) {
-  const server = await startServer(extraArgs);
+  const server = await startServer(extraArgs, undefined, nodeArgs);
   const post = (body, id) =>
     fetch(`${server.url}/v2/rpc`, {
       method: "POST",
@@ -158,7 +163,7 @@ async function main() {
   log(`a ${mb(TURN_BYTES).toFixed(0)} MB turn, event log in memory, then on disk…`);
   const memory = await bigTurn(["--in-memory"]);
   const disk = await bigTurn([]);
-  const rec = await recovery();
+  const rec = turnOnly ? undefined : await recovery();
   const results = { connections: CONNECTIONS, logMB: mb(LOG_BYTES), recovery: rec, turn: { memory, disk } };
   if (asJson) {
     console.log(JSON.stringify(results, null, 2));
@@ -172,11 +177,14 @@ async function main() {
 | --- | --- | --- | --- | --- |
 ${row("in memory", memory)}
 ${row("on disk", disk)}
-
+${
+  rec === undefined
+    ? ""
+    : `
 | recovery (${CONNECTIONS} connections, ${f(mb(LOG_BYTES), 0)} MB of logs) | empty data dir | full data dir | recovered |
 | --- | --- | --- | --- |
-| start → healthy, median of ${ROUNDS} (ms) | ${f(rec.emptyMs, 0)} | ${f(rec.fullMs, 0)} (+${f(rec.fullMs - rec.emptyMs, 0)}) | ${rec.recovered} of ${CONNECTIONS} |
-`);
+| start → healthy, median of ${ROUNDS} (ms) | ${f(rec.emptyMs, 0)} | ${f(rec.fullMs, 0)} (+${f(rec.fullMs - rec.emptyMs, 0)}) | ${rec.recovered} of ${CONNECTIONS} |`
+}`);
 }
 
 runMain(main);

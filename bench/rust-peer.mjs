@@ -12,7 +12,7 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
-import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { cpuMs, percentile, runMain, sseSplitter, startNode, startServer, untilHealthy } from "./common.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const peerDir = path.join(here, ".rust-peer");
@@ -74,13 +74,7 @@ async function startPeer(bin) {
     env,
   });
   const url = `http://127.0.0.1:${port}`;
-  for (;;) {
-    const ok = await fetch(`${url}/v1/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-  }
+  await untilHealthy(`${url}/v1/health`);
   return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
 }
 
@@ -182,8 +176,18 @@ async function session(conn) {
   return (await conn.call("session/new", { cwd: "/tmp", mcpServers: [] })).result.sessionId;
 }
 
+/**
+ * The Node floor: a bare `node:http` server that prints the same "listening on" line and answers
+ * every request 200, started and polled exactly as ours is.
+ */
+const FLOOR_SERVER = `const s = require("node:http").createServer((q, r) => r.end('{"status":"ok"}'));
+s.listen(0, "127.0.0.1", () => console.log("sandbox-agent listening on http://127.0.0.1:" + s.address().port));`;
+
+const startFloor = () => startNode(["-e", FLOOR_SERVER]);
+
 async function measureStart(kind, bin) {
-  const server = kind === "ours" ? await startServer() : await startPeer(bin);
+  const server =
+    kind === "ours" ? await startServer() : kind === "floor" ? await startFloor() : await startPeer(bin);
   await sleep(1000);
   const idle = rss(server.child.pid);
   server.stop();
@@ -259,8 +263,9 @@ async function measureConnections(kind, server) {
 async function main() {
   const bin = peerBinary();
   const kinds = ["ours", "rust"];
-  const starts = { ours: [], rust: [] };
-  for (let i = 0; i < STARTS; i++) for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
+  const starts = { ours: [], rust: [], floor: [] };
+  for (let i = 0; i < STARTS; i++)
+    for (const kind of [...kinds, "floor"]) starts[kind].push(await measureStart(kind, bin));
   log("start and idle RSS measured");
   const results = {};
   for (const kind of kinds) {
@@ -277,6 +282,12 @@ async function main() {
     results[kind].rss50 = await measureConnections(kind, results[kind].server);
     results[kind].server.stop();
   }
+  // The same on a fresh server: what connections hold, without what the streams above left behind.
+  for (const kind of kinds) {
+    const server = kind === "ours" ? await startServer() : await startPeer(bin);
+    results[kind].rss50Fresh = await measureConnections(kind, server);
+    server.stop();
+  }
   const summary = {};
   for (const kind of kinds) {
     const s = streams[kind];
@@ -288,6 +299,7 @@ async function main() {
       warmMeanMs: Number(results[kind].requests.warmMean.toFixed(3)),
       cpuPerWarmRequestUs: Math.round(results[kind].requests.cpuPerRequestUs),
       rss50MiB: mib(results[kind].rss50),
+      rss50FreshServerMiB: mib(results[kind].rss50Fresh),
       streamEventsPerSec: Math.round(median(s.map((x) => x.eventsPerSec))),
       streamLostPct: Number(
         ((s.reduce((a, x) => a + x.lost, 0) / (STREAM_EVENTS * s.length)) * 100).toFixed(2),
@@ -295,14 +307,22 @@ async function main() {
       streamInOrder: s.every((x) => x.ordered),
     };
   }
+  summary.nodeFloor = {
+    startMs: Math.round(median(starts.floor.map((x) => x.startMs))),
+    idleRssMiB: mib(median(starts.floor.map((x) => x.idleRss))),
+  };
   if (asJson) return console.log(JSON.stringify(summary, null, 2));
   const rows = Object.keys(summary.ours).map((key) => {
-    const [a, b] = [summary.ours[key], summary.rust[key]];
+    const [a, b, floor] = [summary.ours[key], summary.rust[key], summary.nodeFloor[key]];
     const ratio = typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";
-    return `| ${key} | ${a} | ${b} | ${ratio} |`;
+    return `| ${key} | ${a} | ${b} | ${ratio} | ${floor ?? ""} |`;
   });
   console.log(
-    ["| figure | ours | Rust 0.4.2 | ours / Rust |", "| --- | --- | --- | --- |", ...rows].join("\n"),
+    [
+      "| figure | ours | Rust 0.4.2 | ours / Rust | bare node:http |",
+      "| --- | --- | --- | --- | --- |",
+      ...rows,
+    ].join("\n"),
   );
 }
 

@@ -9,7 +9,9 @@
 // downloaded or selected at install time.
 //   node scripts/bundle.mjs [--out DIR] [--json] [--if-stale]
 // --if-stale: do not rebundle the code when the bundle is newer than every compiled file it is
-// made from. The inspector page is a copy, compared by content on every run (its build rewrites
+// made from; then refresh its stamp (bundle/VERSION), which tells bin/sandbox-agent.js that the
+// bundle is current (a compile that changed only tests rewrites the .tsbuildinfo it compares
+// with). The inspector page is a copy, compared by content on every run (its build rewrites
 // every file, so modification times would make the bundle look stale after each `npm run build`).
 import { createHash } from "node:crypto";
 import {
@@ -21,6 +23,7 @@ import {
   readdirSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import path from "node:path";
@@ -115,6 +118,8 @@ if (
   statSync(stamp, { throwIfNoEntry: false })?.mtimeMs > Math.max(...sources.map(newest))
 ) {
   const what = syncInspector(inspectorDir) ? "inspector page updated" : "up to date";
+  const now = new Date();
+  utimesSync(stamp, now, now);
   process.stdout.write(
     `server bundle ${version}: ${what} in ${path.relative(process.cwd(), outdir) || "."}\n`,
   );

@@ -3,10 +3,12 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { repoRoot, startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
 import { RawConnection } from "./support/rpc.js";
 
 const moduleLog = fileURLToPath(new URL("./support/module-log.js", import.meta.url));
+// The compiled output, module by module (the bin may run the bundle instead: see bundle.test.ts).
+const compiledCli = path.join(repoRoot, "packages/server/dist/src/cli.js");
 
 /** What start-up loads decides start time and idle memory: the control plane and zod load on first use. */
 describe("start-up loads only the transport and health", () => {
@@ -17,6 +19,7 @@ describe("start-up loads only the transport and health", () => {
 
   before(async () => {
     server = await startServer({
+      bin: compiledCli,
       env: { NODE_OPTIONS: `--import=${moduleLog}`, MODULE_LOG_FILE: logFile },
     });
   });
@@ -33,6 +36,8 @@ describe("start-up loads only the transport and health", () => {
       "/dist/src/control-plane/fs",
       "/dist/src/control-plane/processes",
       "/node_modules/ws/",
+      // HTTP/2 (and the TLS and crypto modules it pulls in) loads with the first h2c connection.
+      "node:http2",
     ])
       assert.equal(
         loaded().some((url) => url.includes(lazy)),
@@ -41,12 +46,41 @@ describe("start-up loads only the transport and health", () => {
       );
   });
 
+  it("runs a connection's first initialize, session/new and turn without loading zod", async () => {
+    const conn = await RawConnection.open(server, "mock");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const promptId = await conn.send("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "echo hi" }],
+    });
+    const answer = await sse.waitFor((m) => m.id === promptId && m.method === undefined);
+    assert.equal(answer.result?.stopReason, "end_turn");
+    // The Sandbox extensions ran (they load with the first connection)…
+    assert.ok(loaded().some((url) => url.endsWith("/dist/src/extensions/methods.js")));
+    // …and so does `{ sessionId }` checking, by hand, with a -32602 saying what is wrong.
+    const models = await conn.call(sse, "_sandboxagent/session/list_models", { sessionId });
+    assert.equal(models.error, undefined);
+    const invalid = await conn.call(sse, "_sandboxagent/session/list_models", { sessionId: 5 });
+    assert.equal(invalid.error?.code, -32602);
+    assert.deepEqual((invalid.error?.data as { issues: unknown }).issues, [
+      { path: "sessionId", message: "expected a string, received number" },
+    ]);
+    assert.equal(loadedZod(), false, "zod loaded on the first connection's path");
+    // A method whose params have a zod schema loads it then.
+    const metadata = await conn.call(sse, "_sandboxagent/session/set_metadata", { sessionId, metadata: 5 });
+    assert.equal(metadata.error?.code, -32602);
+    assert.ok(loadedZod());
+    sse.close();
+    await conn.delete();
+  });
+
   it("loads the rest of the control plane on its first request, with the same 404/405 answers", async () => {
     const wrongMethod = await fetch(`${server.baseUrl}/v2/agents`, { method: "DELETE" });
     assert.equal(wrongMethod.status, 405);
     assert.equal(wrongMethod.headers.get("allow"), "GET");
     assert.equal(wrongMethod.headers.get("content-type"), "application/problem+json");
-    assert.ok(loadedZod());
+    assert.ok(loaded().some((url) => url.endsWith("/dist/src/control-plane/routes.js")));
     const missing = await fetch(`${server.baseUrl}/v2/nothing-here`);
     assert.equal(missing.status, 404);
     assert.equal(missing.headers.get("content-type"), "application/problem+json");

@@ -8,7 +8,6 @@
 import { constants } from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { z } from "zod";
 import { pathEscape, resolveInRoot, type RootedPath } from "../control-plane/fs-paths.js";
 import { isADirectory, notAFile, onPath } from "../control-plane/fs-problems.js";
 import type { FsRoot } from "../control-plane/fs-root.js";
@@ -18,7 +17,8 @@ import { ProcessError } from "../processes/command.js";
 import type { ProcessManager } from "../processes/manager.js";
 import type { ManagedProcess } from "../processes/managed-process.js";
 import { RpcError } from "./methods.js";
-import { issuesOf } from "./params.js";
+import type { clientRequestParams } from "./param-schemas.js";
+import { loadParamSchemas } from "./params.js";
 import { ERRORS } from "../protocol.js";
 
 export interface ClientRequestDeps {
@@ -37,34 +37,8 @@ const MAX_READ_BYTES = 64 * 1024 * 1024;
 /** `terminal/output` keeps this much when the agent names no `outputByteLimit`. */
 const DEFAULT_OUTPUT_LIMIT = 1024 * 1024;
 
-const sessionId = z.string().min(1);
-const absolutePath = z.string().min(1).refine(path.isAbsolute, "must be an absolute path");
-const terminalRef = z.looseObject({ sessionId, terminalId: z.string().min(1) });
-
-const schemas = {
-  "fs/read_text_file": z.looseObject({
-    sessionId,
-    path: absolutePath,
-    line: z.number().int().min(1).nullish(),
-    limit: z.number().int().min(0).nullish(),
-  }),
-  "fs/write_text_file": z.looseObject({ sessionId, path: absolutePath, content: z.string() }),
-  "terminal/create": z.looseObject({
-    sessionId,
-    command: z.string().min(1),
-    args: z.array(z.string()).optional(),
-    env: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
-    cwd: absolutePath.nullish(),
-    outputByteLimit: z.number().int().min(0).nullish(),
-  }),
-  "terminal/output": terminalRef,
-  "terminal/wait_for_exit": terminalRef,
-  "terminal/kill": terminalRef,
-  "terminal/release": terminalRef,
-};
-
-export type ClientMethod = keyof typeof schemas;
-type Params<M extends ClientMethod> = z.output<(typeof schemas)[M]>;
+export type ClientMethod = keyof typeof clientRequestParams;
+type Params<M extends ClientMethod> = import("zod").output<(typeof clientRequestParams)[M]>;
 
 export const FS_METHODS: readonly ClientMethod[] = ["fs/read_text_file", "fs/write_text_file"];
 export const TERMINAL_METHODS: readonly ClientMethod[] = [
@@ -87,6 +61,7 @@ export type ClientRequestAnswerer = (
 export function clientRequestAnswerer(deps: ClientRequestDeps): ClientRequestAnswerer {
   const table = handlers(deps);
   return async (method, params, terminals) => {
+    const { clientRequestParams: schemas, issuesOf } = await loadParamSchemas();
     const parsed = schemas[method].safeParse(params);
     if (!parsed.success)
       throw new RpcError(ERRORS.invalidParams, `Invalid params for ${method}`, {

@@ -1,15 +1,14 @@
-import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { ConnectionApi } from "../runtime/extension.js";
 import { ERRORS, META_KEY, METHODS, type JsonRpcId, type JsonRpcMessage } from "../protocol.js";
 import { absorbSwitch, effectiveMetadata, listModels, switchRequest, type ModelList } from "./models.js";
+import type { SetMetadataParams } from "./param-schemas.js";
 import {
-  issuesOf,
+  loadParamSchemas,
   METADATA_LIMITS,
   metadataOverLimit,
-  sessionParams,
-  setMetadataParams,
-  type SetMetadataParams,
+  sessionParamsIssues,
+  type ParamsIssue,
 } from "./params.js";
 import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
@@ -41,13 +40,15 @@ export const HANDLERS: ReadonlyMap<string, { handler: Handler; notification: boo
   [METHODS.listModels, { handler: listModelsOf, notification: false }],
 ]);
 
-function parse<T extends z.ZodType>(schema: T, method: string, params: unknown): z.output<T> {
-  const parsed = schema.safeParse(params);
-  if (!parsed.success)
-    throw new RpcError(ERRORS.invalidParams, `Invalid params for ${method}`, {
-      issues: issuesOf(parsed.error),
-    });
-  return parsed.data;
+function invalidParams(method: string, issues: ParamsIssue[]): RpcError {
+  return new RpcError(ERRORS.invalidParams, `Invalid params for ${method}`, { issues });
+}
+
+/** `{ sessionId }` params (checked without zod: see `sessionParamsIssues`), else a -32602. */
+function sessionParams(method: string, params: unknown): { sessionId: string } {
+  const checked = sessionParamsIssues(params);
+  if (Array.isArray(checked)) throw invalidParams(method, checked);
+  return checked;
 }
 
 /** -32602 for metadata over `METADATA_LIMITS`, naming the limit. */
@@ -100,7 +101,7 @@ export function cancelPermissionRequest(conn: ConnectionApi, id: JsonRpcId): voi
 }
 
 function detach(ctx: MethodContext, params: unknown): Record<string, never> {
-  const { sessionId } = parse(sessionParams, METHODS.detach, params);
+  const { sessionId } = sessionParams(METHODS.detach, params);
   const record = knownSession(ctx, sessionId);
   ctx.state.muted.add(sessionId);
   cancelPermissions(ctx, sessionId);
@@ -110,7 +111,7 @@ function detach(ctx: MethodContext, params: unknown): Record<string, never> {
 }
 
 async function terminate(ctx: MethodContext, params: unknown): Promise<Record<string, never>> {
-  const { sessionId } = parse(sessionParams, METHODS.terminate, params);
+  const { sessionId } = sessionParams(METHODS.terminate, params);
   const record = knownSession(ctx, sessionId);
   if (record.ended) return {};
   // Everything up to the first await is written now, before any later client message.
@@ -134,13 +135,16 @@ async function terminate(ctx: MethodContext, params: unknown): Promise<Record<st
 }
 
 function listModelsOf(ctx: MethodContext, params: unknown): ModelList {
-  const { sessionId } = parse(sessionParams, METHODS.listModels, params);
+  const { sessionId } = sessionParams(METHODS.listModels, params);
   const record = knownSession(ctx, sessionId);
   return listModels(ctx.state.agent.get(sessionId), record.metadata.model);
 }
 
 async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<string, unknown>> {
-  const { sessionId, metadata } = parse(setMetadataParams, METHODS.setMetadata, params);
+  const { setMetadataParams, issuesOf } = await loadParamSchemas();
+  const parsed = setMetadataParams.safeParse(params);
+  if (!parsed.success) throw invalidParams(METHODS.setMetadata, issuesOf(parsed.error));
+  const { sessionId, metadata } = parsed.data;
   const record = knownSession(ctx, sessionId);
   mergedMetadata(record.metadata, metadata); // refused before anything reaches the agent
   await applyToAgent(ctx, sessionId, metadata);

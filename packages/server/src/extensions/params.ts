@@ -1,43 +1,30 @@
-import { z } from "zod";
-import { META_KEY } from "../protocol.js";
+import { isObject } from "../protocol.js";
 
-const sessionId = z.string().min(1);
-const metadata = z.record(z.string(), z.unknown());
+/** One problem with a request's params: where (`a.b`, "" for the params themselves) and what. */
+export interface ParamsIssue {
+  path: string;
+  message: string;
+}
 
-export const sessionParams = z.looseObject({ sessionId });
+/**
+ * `{ sessionId }`, the params of most `_sandboxagent/*` methods, checked by hand: these methods are
+ * called from a connection's first turn on, and zod (with the schemas of the rarer methods, in
+ * `param-schemas.ts`) loads only when one of those is called. Other keys are allowed, as zod's
+ * `looseObject` allows them.
+ */
+export function sessionParamsIssues(params: unknown): ParamsIssue[] | { sessionId: string } {
+  if (!isObject(params)) return [{ path: "", message: `expected an object, received ${kindOf(params)}` }];
+  const { sessionId } = params;
+  if (typeof sessionId !== "string")
+    return [{ path: "sessionId", message: `expected a string, received ${kindOf(sessionId)}` }];
+  if (sessionId.length === 0) return [{ path: "sessionId", message: "must not be empty" }];
+  return { sessionId };
+}
 
-/** Keys with runtime behaviour are typed; every other key is stored as given. */
-const metadataKeys = z.looseObject({
-  title: z.string().nullable().optional(),
-  model: z.string().min(1).nullable().optional(),
-  mode: z.string().min(1).nullable().optional(),
-});
-
-export const setMetadataParams = z
-  .looseObject({
-    sessionId,
-    metadata: metadata.optional(),
-    _meta: z.looseObject({ [META_KEY]: metadata.optional() }).optional(),
-  })
-  .refine((p) => p.metadata !== undefined || p._meta?.[META_KEY] !== undefined, {
-    message: `either params.metadata or params._meta["${META_KEY}"] is required`,
-  })
-  .transform((p, ctx) => {
-    // Both forms may be given; `metadata` wins key by key.
-    const merged = { ...(p._meta?.[META_KEY] ?? {}), ...(p.metadata ?? {}) };
-    const typed = metadataKeys.safeParse(merged);
-    if (!typed.success) {
-      for (const issue of typed.error.issues) ctx.addIssue({ ...issue, path: ["metadata", ...issue.path] });
-      return z.NEVER;
-    }
-    return { sessionId: p.sessionId, metadata: typed.data };
-  });
-
-export type SetMetadataParams = z.output<typeof setMetadataParams>;
-
-/** `-32602` data: zod's issues, flattened to path + message. */
-export function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
-  return error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
 }
 
 /**
@@ -61,4 +48,11 @@ export function metadataOverLimit(metadata: Record<string, unknown>): string | u
   if (bytes > METADATA_LIMITS.maxBytes)
     return `over ${METADATA_LIMITS.maxBytes} bytes once stored (${bytes} bytes as JSON)`;
   return undefined;
+}
+
+let schemas: Promise<typeof import("./param-schemas.js")> | undefined;
+
+/** The zod schemas (`param-schemas.ts`), loaded on first use. */
+export function loadParamSchemas(): Promise<typeof import("./param-schemas.js")> {
+  return (schemas ??= import("./param-schemas.js"));
 }

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { problems } from "./problem.js";
 
@@ -21,7 +21,7 @@ const BEARER = /^bearer +/i;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
 function digest(value: string): Buffer {
-  return createHash("sha256").update(value).digest();
+  return nodeCrypto().createHash("sha256").update(value).digest();
 }
 
 function hostName(host: string): string {
@@ -62,7 +62,7 @@ export function hasBearerToken(req: IncomingMessage, options: SecurityOptions): 
   const scheme = BEARER.exec(header);
   const presented = scheme ? header.slice(scheme[0].length) : "";
   // Hash both sides so the comparison is constant-time regardless of length.
-  return timingSafeEqual(digest(presented), digest(options.token));
+  return nodeCrypto().timingSafeEqual(digest(presented), digest(options.token));
 }
 
 /**

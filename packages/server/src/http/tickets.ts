@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 
 /**
  * Short-lived single-use tickets that authenticate one WebSocket upgrade. Browsers cannot send
@@ -14,7 +14,7 @@ export class TicketBook {
   issue(subject: string): { ticket: string; expiresAt: string } {
     const now = Date.now();
     for (const [ticket, entry] of this.tickets) if (entry.expiresAt <= now) this.tickets.delete(ticket);
-    const ticket = randomBytes(24).toString("base64url");
+    const ticket = nodeCrypto().randomBytes(24).toString("base64url");
     const expiresAt = now + this.ttlMs;
     this.tickets.set(ticket, { subject, expiresAt });
     return { ticket, expiresAt: new Date(expiresAt).toISOString() };

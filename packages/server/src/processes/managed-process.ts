@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 import type { ChildHandle } from "./child.js";
 import { ProcessError } from "./command.js";
 import {
@@ -62,7 +62,7 @@ const PUMP_BATCH_BYTES = 256 * 1024;
 
 /** One process started through the process API: its child, its output log and its readers. */
 export class ManagedProcess {
-  readonly id = randomUUID();
+  readonly id = nodeCrypto().randomUUID();
   readonly createdAt = new Date();
   readonly log: OutputLog;
   /** Resolves once the process exited and its output is all in the log. */

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 import { shortId, type Logger } from "../log.js";
 import type { EventStore, StateTable } from "../store/event-store.js";
 import { Connection, type ConnectionOptions } from "./connection.js";
@@ -80,14 +80,14 @@ export class ConnectionRegistry {
   ): Connection {
     if (this.shuttingDown) throw new ConnectionRefused("shutting_down", "The server is shutting down.");
     this.checkCapacity();
-    const id = options.id ?? randomUUID();
+    const id = options.id ?? nodeCrypto().randomUUID();
     const { replayEvents, replayBytes } = options.limits;
     const log = this.options.store.createLog(id, { maxEvents: replayEvents, maxBytes: replayBytes });
     const conn = new Connection({
       ...options,
       ...this.hooks(),
       id,
-      epoch: randomBytes(4).toString("hex"),
+      epoch: nodeCrypto().randomBytes(4).toString("hex"),
       log,
     });
     this.track(conn);

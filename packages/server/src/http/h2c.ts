@@ -1,0 +1,116 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  constants,
+  createServer as createHttp2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type ServerHttp2Session,
+} from "node:http2";
+import type { Socket } from "node:net";
+import type { HandledRequest, HandledResponse, RequestHandler } from "./listener.js";
+import { ProblemError, problems, sendProblem } from "./problem.js";
+
+declare module "node:http2" {
+  // Present at runtime (lib/internal/http2/compat.js) but missing from @types/node 20.
+  interface Http2ServerResponse {
+    flushHeaders(): void;
+  }
+}
+
+/** The HTTP/2 side of the listener: sockets the listener classified as h2c are handed to it. */
+export interface H2cServer {
+  accept(socket: Socket): void;
+  /** Destroys every session (shutdown). */
+  closeAll(): void;
+}
+
+export function h2cServer(
+  handler: RequestHandler,
+  requestTimeoutMs: number,
+  idleMs: () => number,
+): H2cServer {
+  const http2 = createHttp2Server();
+  http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) =>
+    serveHttp2(req, res, handler, requestTimeoutMs),
+  );
+  const sessions = trackSessions(http2, idleMs);
+  return {
+    accept: (socket) => http2.emit("connection", socket),
+    closeAll: () => {
+      for (const session of sessions) session.destroy();
+    },
+  };
+}
+
+/**
+ * Tracks live sessions for shutdown and closes a session once it has had no open stream for
+ * `idleMs`, as HTTP/1.1 keep-alive does; sessions with an open (SSE) stream stay.
+ */
+function trackSessions(
+  http2: ReturnType<typeof createHttp2Server>,
+  idleMs: () => number,
+): Set<ServerHttp2Session> {
+  const sessions = new Set<ServerHttp2Session>();
+  http2.on("session", (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    let open = 0;
+    session.on("stream", (stream) => {
+      open++;
+      stream.once("close", () => open--);
+    });
+    session.setTimeout(idleMs(), () => {
+      if (open === 0) session.close();
+    });
+  });
+  return sessions;
+}
+
+function serveHttp2(
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  handler: RequestHandler,
+  requestTimeoutMs: number,
+): void {
+  boundRequest(req, res, requestTimeoutMs);
+  const request: HandledRequest = req;
+  const response: HandledResponse = res;
+  // The handlers are typed against node:http. The compat objects provide every member they use
+  // (listed in HandledRequest/HandledResponse, checked just above), so downcasting is sound.
+  const [http1Req, http1Res] = [request as IncomingMessage, response as ServerResponse];
+  // RFC 9113 §8.3.1: `:authority` carries what Host carries in HTTP/1.1 (the Host checks read Host).
+  const authority = req.headers[":authority"];
+  if (authority !== undefined) {
+    if (req.headers.host !== undefined && req.headers.host !== authority) {
+      sendProblem(http1Res, problems.badRequest("The Host header differs from :authority."));
+      return;
+    }
+    req.headers.host = authority;
+  }
+  handler(http1Req, http1Res);
+}
+
+/**
+ * HTTP/2 has no `requestTimeout`: a stream whose request (body included) is not received within
+ * `ms` gets a 408 problem, or is reset if its response has begun. A response that has begun (an
+ * SSE stream) is not bounded, as with HTTP/1.1.
+ */
+function boundRequest(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
+  if (req.stream.endAfterHeaders) return; // no body: received whole already
+  const timer = setTimeout(() => {
+    if (req.complete || res.headersSent) return;
+    const problem = new ProblemError(
+      408,
+      "request-timeout",
+      "Request Timeout",
+      `The request was not received within ${ms} ms (limits.requestTimeoutMs).`,
+    );
+    sendProblem(res as unknown as ServerResponse, problem);
+    // RFC 9113 §8.1: after a complete response, RST_STREAM NO_ERROR stops the client sending the
+    // rest; with NO_ERROR Node sends it only once the response is flushed.
+    req.stream.close(constants.NGHTTP2_NO_ERROR);
+  }, ms);
+  timer.unref();
+  res.once("close", () => clearTimeout(timer));
+  req.once("end", () => clearTimeout(timer));
+}
