@@ -154,6 +154,59 @@ describe("durable connections: the event log survives a server restart", () => {
     }
   });
 
+  it("a permission request the client had not answered: withdrawn with $/cancel_request (server_restarted) after SIGKILL; a late answer is ignored", async () => {
+    const s = setup();
+    let server = await serve(s);
+    try {
+      const { conn, sse, sessionId } = await openSession(server);
+      const promptId = await conn.send("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "permission tool-x" }],
+      });
+      const ask = await sse.waitFor((m) => m.method === "session/request_permission", 30_000);
+      await kill(server, "SIGKILL", sse);
+
+      server = await serve(s);
+      const again = conn.on(server);
+      const rest = await again.openSse(sse.lastId());
+      const withdrawn = await rest.waitFor((m) => m.method === "$/cancel_request", 30_000);
+      assert.equal(withdrawn.params?.requestId, ask.id);
+      const meta = (withdrawn.params?._meta as Record<string, Record<string, unknown>>)["sandboxagent.dev"]!;
+      assert.equal(meta.reason, "server_restarted");
+      assert.equal(meta.method, "session/request_permission");
+      assert.equal(meta.sessionId, sessionId);
+      assert.match(String(meta.message), /server restarted/);
+      // The prompt that was waiting on it fails saying so.
+      const answer = await rest.waitFor((m) => m.id === promptId, 30_000);
+      assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
+      // An answer to the withdrawn request is ignored (the agent that asked is gone), and the
+      // connection goes on: the session is re-attached and answers.
+      const late = await again.post({
+        jsonrpc: "2.0",
+        id: ask.id,
+        result: { outcome: { outcome: "selected", optionId: "allow_once" } },
+      });
+      assert.equal(late.status, 202);
+      await waitFor(() => /dropped response to unknown agent request/.test(server.logs()), 10_000, "the log");
+      const reply = await again.prompt(rest, sessionId, "echo still here", 30_000);
+      assert.equal(reply.result?.stopReason, "end_turn", JSON.stringify(reply));
+      // Withdrawn once: a second restart does not withdraw it again.
+      await kill(server, "SIGTERM", rest);
+      server = await serve(s);
+      const thirdConn = conn.on(server);
+      const third = await thirdConn.openSse(rest.lastId());
+      const last = await thirdConn.prompt(third, sessionId, "echo third run", 30_000);
+      assert.equal(last.result?.stopReason, "end_turn", JSON.stringify(last));
+      assert.deepEqual(
+        third.messages().filter((m) => m.method === "$/cancel_request"),
+        [],
+        "withdrawn again after a second restart",
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("session metadata and session/list answer the same after a restart", async () => {
     const s = setup();
     let server = await serve(s);

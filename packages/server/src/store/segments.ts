@@ -358,6 +358,12 @@ function scanTail(
   mark: TailMark | undefined,
 ): { next: number; repair: Repair | undefined } {
   const from = mark?.bytes ?? 0;
+  if (mark && from === segment.bytes) {
+    // Nothing was written after the mark (a clean stop): nothing to read.
+    segment.index = undefined;
+    segment.newestMs = mark.newestMs;
+    return { next: mark.next, repair: undefined };
+  }
   const buf = mark ? readAt(segment.file, from, segment.bytes - from) : fs.readFileSync(segment.file);
   let reason: string | undefined;
   if (!mark && readSegmentHeader(buf) !== segment.firstSeq) {
