@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Benchmark: the server's event log on disk. Recovery: start → healthy on a data directory holding
-// many connections' logs, against the same server on an empty one. Memory: the server's RSS across
+// many connections' logs (after a clean stop, after SIGKILL, and with the index's tail marks removed
+// so that every last segment is read in full), against the same server on an empty one. Memory: the server's RSS across
 // one large turn with the log on disk, against the same turn with `--in-memory`.
-//   node bench/event-log.mjs [--quick] [--json] [--turn-only] [--server-args "ARGS"]
-// --turn-only skips recovery; --server-args adds node options to the server's command line (for
-// example "--max-semi-space-size=4", to see what the young generation's size does to RSS).
+//   node bench/event-log.mjs [--quick] [--json] [--recovery | --turn-only] [--server-args "ARGS"]
+// --recovery: the recovery table only; --turn-only skips recovery; --server-args adds node options to
+// the server's command line (for example "--max-semi-space-size=4", to see what the young generation's
+// size does to RSS).
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { tempDir } from "@sandbox-agent/testkit";
@@ -13,6 +15,7 @@ import { DEFAULT_EVENT_LOG_OPTIONS, diskStore } from "../packages/server/dist/sr
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
+const recoveryOnly = process.argv.includes("--recovery");
 const CONNECTIONS = quick ? 100 : 1000;
 const LOG_BYTES = (quick ? 100 : 1024) * 2 ** 20;
 const TURN_BYTES = (quick ? 50 : 200) * 2 ** 20;
@@ -66,6 +69,25 @@ function fillDataDir(dataDir) {
   store.close();
 }
 
+/** Drops the tail marks from the index: the next start reads every log's last segment in full. */
+function forgetTailMarks(dataDir) {
+  const store = diskStore(dataDir, DEFAULT_EVENT_LOG_OPTIONS, (message) => console.error(message));
+  const tails = store.table("tails");
+  for (const id of [...tails.entries()].map(([key]) => key)) tails.delete(id);
+  store.close();
+}
+
+/** Starts a server on `dataDir`, checks it recovered everything, stops it with `signal`. */
+async function startOn(dataDir, signal) {
+  const server = await startServer(["--data-dir", dataDir]);
+  const recovered = (await (await fetch(`${server.url}/v2/health`)).json()).connections;
+  await new Promise((resolve) => {
+    server.child.once("exit", resolve);
+    server.child.kill(signal);
+  });
+  return { ms: server.startMs, recovered };
+}
+
 async function recovery() {
   const dataDir = tempDir("bench-event-log-");
   log(`writing ${CONNECTIONS} connections, ${mb(LOG_BYTES).toFixed(0)} MB of logs…`);
@@ -73,22 +95,33 @@ async function recovery() {
   fillDataDir(dataDir);
   const fillSeconds = (performance.now() - t) / 1000;
   const empty = [];
-  const full = [];
-  let recovered = 0;
+  const clean = [];
+  const killed = [];
+  const unmarked = [];
+  let recovered = CONNECTIONS;
+  const count = (r) => {
+    recovered = Math.min(recovered, r.recovered);
+    return r.ms;
+  };
   for (let round = 1; round <= ROUNDS; round++) {
-    log(`recovery round ${round}/${ROUNDS}: empty data directory, then the full one…`);
-    const a = await startServer(["--data-dir", tempDir("bench-empty-")]);
-    empty.push(a.startMs);
-    a.stop();
-    const b = await startServer(["--data-dir", dataDir]);
-    full.push(b.startMs);
-    recovered = (await (await fetch(`${b.url}/v2/health`)).json()).connections;
-    await new Promise((resolve) => {
-      b.child.once("exit", resolve);
-      b.stop();
-    });
+    log(
+      `recovery round ${round}/${ROUNDS}: empty data directory, after a clean stop, after SIGKILL, without marks…`,
+    );
+    empty.push((await startOn(tempDir("bench-empty-"), "SIGTERM")).ms);
+    // The fill (and each round) ended with a clean stop; this start ends with SIGKILL.
+    clean.push(count(await startOn(dataDir, "SIGKILL")));
+    killed.push(count(await startOn(dataDir, "SIGTERM")));
+    forgetTailMarks(dataDir);
+    unmarked.push(count(await startOn(dataDir, "SIGTERM")));
   }
-  return { fillSeconds, emptyMs: median(empty), fullMs: median(full), recovered };
+  return {
+    fillSeconds,
+    emptyMs: median(empty),
+    cleanMs: median(clean),
+    killedMs: median(killed),
+    unmarkedMs: median(unmarked),
+    recovered,
+  };
 }
 
 /** One turn of about `TURN_BYTES`, read to its end over SSE; the server's RSS sampled every 50 ms. */
@@ -160,31 +193,38 @@ async function bigTurn(extraArgs) {
 }
 
 async function main() {
+  const rec = turnOnly ? undefined : await recovery();
+  if (recoveryOnly) return printRecovery(rec);
   log(`a ${mb(TURN_BYTES).toFixed(0)} MB turn, event log in memory, then on disk…`);
   const memory = await bigTurn(["--in-memory"]);
   const disk = await bigTurn([]);
-  const rec = turnOnly ? undefined : await recovery();
   const results = { connections: CONNECTIONS, logMB: mb(LOG_BYTES), recovery: rec, turn: { memory, disk } };
   if (asJson) {
     console.log(JSON.stringify(results, null, 2));
     return;
   }
-  const f = (n, d = 1) => n.toFixed(d);
   const row = (name, r) =>
     `| ${name} | ${f(r.streamedMB, 0)} MB in ${f(r.seconds)} s | ${f(r.baseRssMB)} | ${f(r.peakRssMB)} (+${f(r.peakRssMB - r.baseRssMB)}) | ${f(r.endRssMB)} |`;
   console.log(`
 | ${mb(TURN_BYTES).toFixed(0)} MB turn | streamed | RSS before (MB) | RSS peak (MB) | RSS after (MB) |
 | --- | --- | --- | --- | --- |
 ${row("in memory", memory)}
-${row("on disk", disk)}
-${
-  rec === undefined
-    ? ""
-    : `
-| recovery (${CONNECTIONS} connections, ${f(mb(LOG_BYTES), 0)} MB of logs) | empty data dir | full data dir | recovered |
-| --- | --- | --- | --- |
-| start → healthy, median of ${ROUNDS} (ms) | ${f(rec.emptyMs, 0)} | ${f(rec.fullMs, 0)} (+${f(rec.fullMs - rec.emptyMs, 0)}) | ${rec.recovered} of ${CONNECTIONS} |`
-}`);
+${row("on disk", disk)}`);
+  if (rec !== undefined) printRecovery(rec);
+}
+
+const f = (n, d = 1) => n.toFixed(d);
+
+function printRecovery(rec) {
+  if (asJson)
+    return console.log(
+      JSON.stringify({ connections: CONNECTIONS, logMB: mb(LOG_BYTES), recovery: rec }, null, 2),
+    );
+  console.log(`
+| recovery (${CONNECTIONS} connections, ${f(mb(LOG_BYTES), 0)} MB of logs), start → healthy, median of ${ROUNDS} (ms) | empty data dir | after a clean stop | after SIGKILL | without tail marks (every last segment read) | recovered |
+| --- | --- | --- | --- | --- | --- |
+| | ${f(rec.emptyMs, 0)} | ${f(rec.cleanMs, 0)} (+${f(rec.cleanMs - rec.emptyMs, 0)}) | ${f(rec.killedMs, 0)} (+${f(rec.killedMs - rec.emptyMs, 0)}) | ${f(rec.unmarkedMs, 0)} (+${f(rec.unmarkedMs - rec.emptyMs, 0)}) | ${rec.recovered} of ${CONNECTIONS} |
+`);
 }
 
 runMain(main);

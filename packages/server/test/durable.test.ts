@@ -2,89 +2,21 @@ import assert from "node:assert/strict";
 import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import {
-  mockAgentBin,
-  startServer,
-  tempDir,
-  waitFor,
-  type RunningServer,
-  type SseEvent,
-} from "@sandbox-agent/testkit";
+import { waitFor } from "@sandbox-agent/testkit";
 import { filteredMock } from "./support/agents.js";
-import { agentText, RawConnection, type RpcMessage, type SseReader } from "./support/rpc.js";
-
-interface ServerSetup {
-  dataDir: string;
-  /** The mock agent keeps its sessions here, so a restarted agent can load them. */
-  stateDir: string;
-  agent?: { command: string; args: string[] };
-  config?: Record<string, unknown>;
-}
-
-function setup(more: Partial<ServerSetup> = {}): ServerSetup {
-  return { dataDir: tempDir("durable-data-"), stateDir: tempDir("durable-mock-"), ...more };
-}
-
-/** The real server on `setup.dataDir`; every run of it on the same setup finds the same connections. */
-function serve(s: ServerSetup): Promise<RunningServer> {
-  const agent = s.agent ?? { command: process.execPath, args: [mockAgentBin] };
-  return startServer({
-    args: ["--data-dir", s.dataDir],
-    config: { agents: { mock: { ...agent, env: { MOCK_AGENT_STATE_DIR: s.stateDir } } }, ...s.config },
-  });
-}
-
-/** Stops the server with `signal`; resolves once it exited and the client's stream ended. */
-async function kill(server: RunningServer, signal: NodeJS.Signals, sse: SseReader): Promise<void> {
-  const exited = new Promise((resolve) => server.process.once("exit", resolve));
-  server.process.kill(signal);
-  await exited;
-  await sse.done;
-}
-
-/** A connection to the mock agent with its stream open and one session. */
-async function openSession(server: RunningServer) {
-  const conn = await RawConnection.open(server);
-  const sse = await conn.openSse(null);
-  return { conn, sse, sessionId: await conn.newSession(sse) };
-}
-
-/** The events that carried a message (not priming events, comments or retry hints). */
-function delivered(events: SseEvent[]): Array<{ id: string; data: string }> {
-  return events
-    .filter((e) => e.id !== undefined && e.data !== "" && e.event !== "comment" && e.event !== "retry")
-    .map((e) => ({ id: e.id!, data: e.data }));
-}
-
-/** Fails unless the events' ids are one epoch and consecutive sequence numbers from `from`. */
-function assertConsecutive(events: Array<{ id: string }>, epoch: string, from: number): void {
-  events.forEach((e, i) => assert.equal(e.id, `${epoch}.${from + i}`, `event ${i} of ${events.length}`));
-}
-
-/** The `chunk N ` texts of a `chunks` turn, in order: N = 1, 2, 3… with no gap and no repeat. */
-function assertChunksInOrder(messages: RpcMessage[]): number {
-  const text = agentText(messages);
-  const numbers = [...text.matchAll(/chunk (\d+) /g)].map((m) => Number(m[1]));
-  numbers.forEach((n, i) => assert.equal(n, i + 1, `chunk ${i + 1} of ${numbers.length}`));
-  return numbers.length;
-}
-
-/**
- * Waits for the answer to request `id` (scanning the raw events: `SseReader.waitFor` parses every
- * message on each event, too slow for thousands).
- */
-async function answerTo(sse: SseReader, id: number, timeoutMs = 30_000): Promise<RpcMessage> {
-  const prefix = `{"jsonrpc":"2.0","id":${id},`;
-  const event = await waitFor(
-    () => sse.events.findLast((e) => e.data.startsWith(prefix)),
-    timeoutMs,
-    `the answer to request ${id}`,
-  );
-  return JSON.parse(event.data) as RpcMessage;
-}
-
-const epochOf = (id: string) => id.split(".")[0]!;
-const seqOf = (id: string) => Number(id.split(".")[1]);
+import {
+  answerTo,
+  assertChunksInOrder,
+  assertConsecutive,
+  delivered,
+  epochOf,
+  kill,
+  openSession,
+  seqOf,
+  serve,
+  setup,
+} from "./support/durable.js";
+import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /**
  * Runs `turn` and stops the server with `signal` once the client received `received` events, then
@@ -217,6 +149,59 @@ describe("durable connections: the event log survives a server restart", () => {
       assert.equal(ended.params?.sessionId, sessionId);
       assert.equal(ended.params?.reason, "server_restarted");
       assert.match(String(ended.params?.message), /cannot load sessions/);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("a permission request the client had not answered: withdrawn with $/cancel_request (server_restarted) after SIGKILL; a late answer is ignored", async () => {
+    const s = setup();
+    let server = await serve(s);
+    try {
+      const { conn, sse, sessionId } = await openSession(server);
+      const promptId = await conn.send("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "permission tool-x" }],
+      });
+      const ask = await sse.waitFor((m) => m.method === "session/request_permission", 30_000);
+      await kill(server, "SIGKILL", sse);
+
+      server = await serve(s);
+      const again = conn.on(server);
+      const rest = await again.openSse(sse.lastId());
+      const withdrawn = await rest.waitFor((m) => m.method === "$/cancel_request", 30_000);
+      assert.equal(withdrawn.params?.requestId, ask.id);
+      const meta = (withdrawn.params?._meta as Record<string, Record<string, unknown>>)["sandboxagent.dev"]!;
+      assert.equal(meta.reason, "server_restarted");
+      assert.equal(meta.method, "session/request_permission");
+      assert.equal(meta.sessionId, sessionId);
+      assert.match(String(meta.message), /server restarted/);
+      // The prompt that was waiting on it fails saying so.
+      const answer = await rest.waitFor((m) => m.id === promptId, 30_000);
+      assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
+      // An answer to the withdrawn request is ignored (the agent that asked is gone), and the
+      // connection goes on: the session is re-attached and answers.
+      const late = await again.post({
+        jsonrpc: "2.0",
+        id: ask.id,
+        result: { outcome: { outcome: "selected", optionId: "allow_once" } },
+      });
+      assert.equal(late.status, 202);
+      await waitFor(() => /dropped response to unknown agent request/.test(server.logs()), 10_000, "the log");
+      const reply = await again.prompt(rest, sessionId, "echo still here", 30_000);
+      assert.equal(reply.result?.stopReason, "end_turn", JSON.stringify(reply));
+      // Withdrawn once: a second restart does not withdraw it again.
+      await kill(server, "SIGTERM", rest);
+      server = await serve(s);
+      const thirdConn = conn.on(server);
+      const third = await thirdConn.openSse(rest.lastId());
+      const last = await thirdConn.prompt(third, sessionId, "echo third run", 30_000);
+      assert.equal(last.result?.stopReason, "end_turn", JSON.stringify(last));
+      assert.deepEqual(
+        third.messages().filter((m) => m.method === "$/cancel_request"),
+        [],
+        "withdrawn again after a second restart",
+      );
     } finally {
       await server.stop();
     }

@@ -28,6 +28,12 @@ export interface ConnectionRecord {
   sessions: Record<string, { cwd: string | undefined }>;
   /** Client requests waiting for the agent: after a restart each gets an error, never silence. */
   pending: JsonRpcId[];
+  /**
+   * Agent requests the client has not answered (a permission asked, a file to read…): after a
+   * restart the agent that asked is gone, so each is withdrawn with `$/cancel_request`. Absent in
+   * records of older servers.
+   */
+  agentPending?: Array<{ id: JsonRpcId; method: string; sessionId: string | undefined }>;
   /** Set once the connection ended: the reason, message and data told to the client. */
   ending: { reason: string; message: string; data: Record<string, unknown> } | undefined;
 }

@@ -13,6 +13,7 @@ import {
   idKey,
   isObject,
   kindOf,
+  META_KEY,
   METHODS,
   sessionIdOf,
   withoutRequestEnv,
@@ -63,6 +64,10 @@ const SERVER_ENDS = {
 /** What a request in flight when the server stopped (crash or restart) is answered with. */
 const RESTARTED =
   "The server restarted while this request was in flight; its answer is lost. Send it again if it is safe to repeat.";
+
+/** What an agent request the client had not answered when the server stopped is withdrawn with. */
+const WITHDRAWN =
+  "The server restarted and the agent that sent this request is gone: it is withdrawn, and an answer to it is ignored.";
 
 /** The agent could not be started again after a restart: the connection ended (see `ending`). */
 export class AgentUnavailableError extends Error {}
@@ -140,7 +145,11 @@ export class Connection implements ConnectionApi {
   /** Sessions being re-attached after a restart: the history the agent replays is not delivered again. */
   private readonly reattaching = new Set<string>();
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
-  private readonly pendingAgent = new Set<string>();
+  /** Agent requests sent to the client and not answered yet, by id key. */
+  private readonly pendingAgent = new Map<
+    string,
+    { id: JsonRpcId; method: string; sessionId: string | undefined }
+  >();
   /** Requests extensions sent to the agent (`request()`); their responses never reach the client. */
   private readonly pendingServer = new Map<string, (response: JsonRpcMessage) => void>();
   private serverRequestSeq = 0;
@@ -249,6 +258,16 @@ export class Connection implements ConnectionApi {
     this.state = "open";
     const data = { reason: "server_restarted" };
     for (const id of record.pending) this.emit(errorResponse(id, -32603, RESTARTED, data));
+    // The agent that asked is gone: its requests are withdrawn, as an ACP sender cancels a request.
+    for (const { id, method, sessionId } of record.agentPending ?? [])
+      this.emit({
+        jsonrpc: "2.0",
+        method: "$/cancel_request",
+        params: {
+          requestId: id,
+          _meta: { [META_KEY]: { ...data, method, sessionId, message: WITHDRAWN } },
+        },
+      });
     if (this.reattach === undefined)
       for (const sessionId of Object.keys(record.sessions))
         this.sessionLost(sessionId, "The server restarted and the agent cannot load sessions again.");
@@ -454,7 +473,8 @@ export class Connection implements ConnectionApi {
     if (kind === "response") {
       const key = idKey(message.id as JsonRpcId);
       // A second answer (a client retry) or an answer to an unknown id is dropped, not forwarded twice.
-      if (!this.pendingAgent.delete(key)) {
+      if (this.pendingAgent.delete(key)) this.persist();
+      else {
         this.logger.info("dropped response to unknown agent request", {
           connection: shortId(this.id),
           id: message.id,
@@ -538,6 +558,7 @@ export class Connection implements ConnectionApi {
       reattach: this.reattach,
       sessions,
       pending: [...this.pendingClient.values()].map((m) => m.id as JsonRpcId),
+      agentPending: [...this.pendingAgent.values()],
       ending: this.ending,
     };
   }
@@ -722,7 +743,12 @@ export class Connection implements ConnectionApi {
     for (const ext of this.options.extensions)
       dropped = ext.agentMessage?.(message, this) === true || dropped;
     if (dropped) return null;
-    if (kind === "request") this.pendingAgent.add(idKey(message.id as JsonRpcId));
+    if (kind === "request") {
+      const id = message.id as JsonRpcId;
+      this.pendingAgent.set(idKey(id), { id, method: message.method!, sessionId: sessionIdOf(message) });
+      // Recorded before the client can see it, so that a restart withdraws it.
+      this.persist();
+    }
     return undefined;
   }
 

@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ByteWindow, type EventBatch, type WindowLimits } from "./byte-window.js";
-import { SegmentFiles, type Repair, type SegmentLimits } from "./segments.js";
+import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
 
 export type { EventBatch, WindowLimits } from "./byte-window.js";
@@ -161,10 +161,14 @@ class DiskStore implements EventStore {
   private readonly tables: Tables & IndexJournal;
   private readonly logs = new Set<DiskLog>();
   private readonly unsynced = new Set<DiskLog>();
+  /** Logs whose `TailMark` moved since the last checkpoint. */
+  private readonly marks = new Set<DiskLog>();
   private syncTimer: NodeJS.Timeout | undefined;
   private syncing = false;
   private readonly checkpointTimer: NodeJS.Timeout;
   private readonly lockFile: string;
+  /** Where each connection's last segment stood when last known whole (see `TailMark`). */
+  private readonly tails: StateTable<TailMark>;
 
   constructor(
     readonly dir: string,
@@ -175,6 +179,7 @@ class DiskStore implements EventStore {
     this.lockFile = path.join(dir, "lock");
     takeLock(this.lockFile, dir);
     this.tables = IndexJournal.open(dir, report);
+    this.tails = this.tables.table<TailMark>("tails");
     this.checkpointTimer = setInterval(() => this.checkpoint(), CHECKPOINT_MS);
     this.checkpointTimer.unref();
   }
@@ -185,14 +190,19 @@ class DiskStore implements EventStore {
 
   createLog(connectionId: string, window: WindowLimits): ConnectionLog {
     const files = SegmentFiles.create(this.logDir(connectionId), 1, this.options, this.options.fsync);
-    return this.track(new DiskLog(this, files, window));
+    return this.track(new DiskLog(this, connectionId, files, window));
   }
 
   openLog(connectionId: string, window: WindowLimits) {
-    const opened = SegmentFiles.open(this.logDir(connectionId), this.options, this.options.fsync);
-    if (!opened) return undefined;
+    const mark = this.tails.get(connectionId);
+    const opened = SegmentFiles.open(this.logDir(connectionId), this.options, this.options.fsync, mark);
+    if (!opened) {
+      this.tails.delete(connectionId);
+      return undefined;
+    }
     opened.files.retain(Date.now());
-    return { log: this.track(new DiskLog(this, opened.files, window)), repair: opened.repair };
+    const log = new DiskLog(this, connectionId, opened.files, window);
+    return { log: this.track(log), repair: opened.repair };
   }
 
   close(): void {
@@ -213,7 +223,7 @@ class DiskStore implements EventStore {
 
   /** @internal A log wrote events: deliver them now, or after the next group commit. */
   written(log: DiskLog): void {
-    if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
+    if (!this.options.fsync) return log.durableThrough(log.writtenSeq, log.files.tail());
     this.unsynced.add(log);
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
   }
@@ -226,8 +236,24 @@ class DiskStore implements EventStore {
     });
   }
 
+  /** @internal The log's mark moved (written, and synced with `fsync`): kept at the next checkpoint. */
+  marked(log: DiskLog): void {
+    this.marks.add(log);
+  }
+
+  /** @internal The log was closed (shutdown): its segments are whole as they are. */
+  closed(log: DiskLog): void {
+    this.tails.set(log.id, log.files.tail());
+  }
+
+  /** @internal The log is deleted: so is its mark. */
+  unmark(log: DiskLog): void {
+    this.tails.delete(log.id);
+  }
+
   /** @internal */
   forget(log: DiskLog): void {
+    this.marks.delete(log);
     this.logs.delete(log);
     this.unsynced.delete(log);
   }
@@ -244,6 +270,9 @@ class DiskStore implements EventStore {
   }
 
   private checkpoint(): void {
+    // About once a second, not per write: after a crash, recovery reads at most the last second's writes.
+    for (const log of this.marks) if (log.mark) this.tails.set(log.id, log.mark);
+    this.marks.clear();
     this.tables.checkpoint();
     const now = Date.now();
     for (const log of this.logs) {
@@ -262,7 +291,12 @@ class DiskStore implements EventStore {
     this.syncing = true;
     const logs = [...this.unsynced];
     this.unsynced.clear();
-    const batches = logs.map((log) => ({ log, seq: log.writtenSeq, targets: log.files.syncTargets() }));
+    const batches = logs.map((log) => ({
+      log,
+      seq: log.writtenSeq,
+      mark: log.files.tail(),
+      targets: log.files.syncTargets(),
+    }));
     const journal = this.tables.takeUnsynced();
     const syncs: Array<Promise<void>> = [];
     for (const { log, targets } of batches) {
@@ -274,9 +308,9 @@ class DiskStore implements EventStore {
     for (const result of results)
       if (result.status === "rejected")
         this.report("fdatasync of the event log failed", { error: String(result.reason) });
-    for (const { log, seq, targets } of batches) {
+    for (const { log, seq, mark, targets } of batches) {
       log.files.closeRetired(targets.fds);
-      log.durableThrough(seq);
+      log.durableThrough(seq, mark);
     }
     this.syncing = false;
     if (this.unsynced.size > 0)
@@ -291,9 +325,12 @@ class DiskLog implements ConnectionLog {
   private durable: number;
   failure: Error | undefined;
   onDurable: (() => void) | undefined;
+  /** Where the last segment stood at the newest durable write. */
+  mark: TailMark | undefined;
 
   constructor(
     private readonly store: DiskStore,
+    readonly id: string,
     readonly files: SegmentFiles,
     limits: WindowLimits,
   ) {
@@ -337,8 +374,10 @@ class DiskLog implements ConnectionLog {
     this.store.written(this);
   }
 
-  /** @internal Events through `seq` are safe: they may be delivered. */
-  durableThrough(seq: number): void {
+  /** @internal Events through `seq` are safe (and the segment whole up to `mark`): they may be delivered. */
+  durableThrough(seq: number, mark: TailMark): void {
+    this.mark = mark;
+    this.store.marked(this);
     if (seq <= this.durable) return;
     this.durable = seq;
     this.onDurable?.();
@@ -367,11 +406,14 @@ class DiskLog implements ConnectionLog {
 
   close(): void {
     this.store.forget(this);
+    // What is left is whole: the next start reads none of it.
+    this.store.closed(this);
     this.files.close();
   }
 
   remove(): void {
     this.store.forget(this);
+    this.store.unmark(this);
     this.files.remove();
   }
 }

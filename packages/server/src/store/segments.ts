@@ -39,13 +39,27 @@ export interface Repair {
   reason: string;
 }
 
+/**
+ * Where a log's last segment stood when it was known to be whole (written, and synced with
+ * `fsync`): recovery trusts the bytes before `bytes` and reads only what follows, so that opening
+ * a log costs the same whatever its size. Kept in the index at each checkpoint and at shutdown.
+ */
+export interface TailMark {
+  /** The segment's first seq (a mark of a segment since rotated out is ignored). */
+  first: number;
+  bytes: number;
+  /** The seq after the last event in those bytes. */
+  next: number;
+  newestMs: number;
+}
+
 interface Segment {
   firstSeq: number;
   file: string;
   bytes: number;
   /** Time of the newest frame (the file's mtime for segments of an earlier run). */
   newestMs: number;
-  /** Frame starts every `INDEX_STRIDE` bytes or so, as flat `[seq, offset, seq, offset…]`; built on the first read for segments of an earlier run. */
+  /** Frame starts every `INDEX_STRIDE` bytes or so, as flat `[seq, offset, seq, offset…]`; built on the first read for segments of an earlier run (the last one too, when a mark let recovery skip it). */
   index: number[] | undefined;
 }
 
@@ -88,13 +102,15 @@ export class SegmentFiles {
 
   /**
    * The log in `dir` as an earlier run left it: older segments are taken as they are (read and
-   * checked on first use), the last one is read through, and a torn or corrupt tail (a write cut
-   * short by a crash or power loss) is cut off and reported. Undefined when no segment is left.
+   * checked on first use); the last one is read from `mark` on (from its start without a mark that
+   * fits it), and a torn or corrupt tail (a write cut short by a crash or power loss) is cut off and
+   * reported. Undefined when no segment is left.
    */
   static open(
     dir: string,
     limits: SegmentLimits,
     fsync: boolean,
+    mark?: TailMark,
   ): { files: SegmentFiles; repair: Repair | undefined } | undefined {
     let names: string[];
     try {
@@ -118,7 +134,13 @@ export class SegmentFiles {
       };
     });
     const tail = segments.at(-1)!;
-    const { next, repair } = scanTail(tail);
+    const fits =
+      mark !== undefined &&
+      mark.first === tail.firstSeq &&
+      mark.bytes >= SEGMENT_HEADER_BYTES &&
+      mark.bytes <= tail.bytes &&
+      mark.next >= tail.firstSeq;
+    const { next, repair } = scanTail(tail, fits ? mark : undefined);
     const fd = fs.openSync(tail.file, "a");
     const files = new SegmentFiles(dir, segments, fd, next, limits, fsync);
     files.dirCreated = false;
@@ -133,6 +155,12 @@ export class SegmentFiles {
   /** The oldest seq still on disk. */
   get oldestSeq(): number {
     return this.segments[0]!.firstSeq;
+  }
+
+  /** Where the last segment stands now. */
+  tail(): TailMark {
+    const last = this.segments.at(-1)!;
+    return { first: last.firstSeq, bytes: last.bytes, next: this.next, newestMs: last.newestMs };
   }
 
   /** Total bytes of the segments. */
@@ -161,8 +189,9 @@ export class SegmentFiles {
       }
       throw error;
     }
-    const index = segment.index!;
-    if (index.length === 0 || offset - index[index.length - 1]! >= INDEX_STRIDE)
+    // No index yet (a recovered segment whose first read builds it, these frames included).
+    const index = segment.index;
+    if (index && (index.length === 0 || offset - index[index.length - 1]! >= INDEX_STRIDE))
       index.push(this.next, offset);
     segment.bytes += bytes;
     segment.newestMs = timeMs;
@@ -193,7 +222,8 @@ export class SegmentFiles {
         frame = readFrame(buf, 0);
         if (frame === "incomplete") {
           const header = readFrameSize(buf);
-          if (header !== undefined) {
+          // A damaged header may promise more bytes than the file holds: read no further than its end.
+          if (header !== undefined && offset + header <= segment.bytes) {
             buf = readAt(segment.file, offset, header);
             frame = readFrame(buf, 0);
           }
@@ -231,8 +261,13 @@ export class SegmentFiles {
     return this.oldestSeq;
   }
 
-  /** Drops every segment that ends at or before `seq` (after a corrupt one was found); returns the first seq kept. */
+  /**
+   * Drops every segment that ends at or before `seq` (after a corrupt one was found); returns the
+   * first seq kept. When that is the segment being written, a new one is started first, so that
+   * the numbering goes on after the events dropped and nothing is renumbered.
+   */
   dropThrough(seq: number): number {
+    if (seq + 1 >= this.next && this.segments.at(-1)!.firstSeq <= seq) this.rotate();
     while (this.segments.length > 1 && this.segments[1]!.firstSeq <= seq + 1) {
       fs.rmSync(this.segments[0]!.file, { force: true });
       this.segments.shift();
@@ -313,23 +348,36 @@ function newSegment(dir: string, firstSeq: number): { segment: Segment; fd: numb
 }
 
 /**
- * Reads the last segment through: its sparse index, the seq after its last event, and where its
- * valid frames end. What follows (a frame cut short by a crash, or bytes that are no frame) is cut
- * off, so that the next write starts right after the last valid frame.
+ * Reads the last segment from `mark` on (through, without one): the seq after its last event and
+ * where its valid frames end, and its sparse index when read from the start. What follows the last
+ * valid frame (a frame cut short by a crash, or bytes that are no frame) is cut off, so that the
+ * next write starts right after it.
  */
-function scanTail(segment: Segment): { next: number; repair: Repair | undefined } {
-  const buf = fs.readFileSync(segment.file);
-  const index: number[] = [];
-  segment.index = index;
-  let seq = segment.firstSeq;
-  let offset = SEGMENT_HEADER_BYTES;
+function scanTail(
+  segment: Segment,
+  mark: TailMark | undefined,
+): { next: number; repair: Repair | undefined } {
+  const from = mark?.bytes ?? 0;
+  if (mark && from === segment.bytes) {
+    // Nothing was written after the mark (a clean stop): nothing to read.
+    segment.index = undefined;
+    segment.newestMs = mark.newestMs;
+    return { next: mark.next, repair: undefined };
+  }
+  const buf = mark ? readAt(segment.file, from, segment.bytes - from) : fs.readFileSync(segment.file);
   let reason: string | undefined;
-  if (readSegmentHeader(buf) !== segment.firstSeq) {
+  if (!mark && readSegmentHeader(buf) !== segment.firstSeq) {
     reason = "the segment header is missing or does not match the file name";
     fs.writeFileSync(segment.file, segmentHeader(segment.firstSeq));
     segment.bytes = SEGMENT_HEADER_BYTES;
-    return { next: seq, repair: { file: segment.file, droppedBytes: buf.length, reason } };
+    segment.index = [];
+    return { next: segment.firstSeq, repair: { file: segment.file, droppedBytes: buf.length, reason } };
   }
+  const index: number[] | undefined = mark ? undefined : [];
+  segment.index = index;
+  if (mark) segment.newestMs = mark.newestMs;
+  let seq = mark?.next ?? segment.firstSeq;
+  let offset = mark ? 0 : SEGMENT_HEADER_BYTES;
   let lastIndexed = -INDEX_STRIDE;
   for (;;) {
     const frame: FrameInfo | "incomplete" | "invalid" = readFrame(buf, offset);
@@ -339,7 +387,7 @@ function scanTail(segment: Segment): { next: number; repair: Repair | undefined 
           frame === "incomplete" ? "a frame cut short (a torn write)" : "bytes that are not a valid frame";
       break;
     }
-    if (offset - lastIndexed >= INDEX_STRIDE) {
+    if (index && offset - lastIndexed >= INDEX_STRIDE) {
       index.push(seq, offset);
       lastIndexed = offset;
     }
@@ -348,8 +396,8 @@ function scanTail(segment: Segment): { next: number; repair: Repair | undefined 
     segment.newestMs = frame.timeMs;
   }
   if (reason === undefined) return { next: seq, repair: undefined };
-  fs.truncateSync(segment.file, offset);
-  segment.bytes = offset;
+  fs.truncateSync(segment.file, from + offset);
+  segment.bytes = from + offset;
   return { next: seq, repair: { file: segment.file, droppedBytes: buf.length - offset, reason } };
 }
 

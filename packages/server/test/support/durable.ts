@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import {
+  mockAgentBin,
+  startServer,
+  tempDir,
+  waitFor,
+  type RunningServer,
+  type SseEvent,
+} from "@sandbox-agent/testkit";
+import { agentText, RawConnection, type RpcMessage, type SseReader } from "./rpc.js";
+
+/** Helpers of the durable-connection tests: a server on a data directory, stopped and started again. */
+
+export interface ServerSetup {
+  dataDir: string;
+  /** The mock agent keeps its sessions here, so a restarted agent can load them. */
+  stateDir: string;
+  agent?: { command: string; args: string[] };
+  config?: Record<string, unknown>;
+  /** A command the server is started through (it must exec the server; see testkit's `startServer`). */
+  wrapper?: string[];
+}
+
+export function setup(more: Partial<ServerSetup> = {}): ServerSetup {
+  return { dataDir: tempDir("durable-data-"), stateDir: tempDir("durable-mock-"), ...more };
+}
+
+/** The real server on `setup.dataDir`; every run of it on the same setup finds the same connections. */
+export function serve(s: ServerSetup): Promise<RunningServer> {
+  const agent = s.agent ?? { command: process.execPath, args: [mockAgentBin] };
+  return startServer({
+    args: ["--data-dir", s.dataDir],
+    wrapper: s.wrapper,
+    config: { agents: { mock: { ...agent, env: { MOCK_AGENT_STATE_DIR: s.stateDir } } }, ...s.config },
+  });
+}
+
+/** Stops the server with `signal`; resolves once it exited and the client's stream ended. */
+export async function kill(server: RunningServer, signal: NodeJS.Signals, sse: SseReader): Promise<void> {
+  const exited = new Promise((resolve) => server.process.once("exit", resolve));
+  server.process.kill(signal);
+  await exited;
+  await sse.done;
+}
+
+/** A connection to the mock agent with its stream open and one session. */
+export async function openSession(server: RunningServer) {
+  const conn = await RawConnection.open(server);
+  const sse = await conn.openSse(null);
+  return { conn, sse, sessionId: await conn.newSession(sse) };
+}
+
+/** The events that carried a message (not priming events, comments or retry hints). */
+export function delivered(events: SseEvent[]): Array<{ id: string; data: string }> {
+  return events
+    .filter((e) => e.id !== undefined && e.data !== "" && e.event !== "comment" && e.event !== "retry")
+    .map((e) => ({ id: e.id!, data: e.data }));
+}
+
+/** Fails unless the events' ids are one epoch and consecutive sequence numbers from `from`. */
+export function assertConsecutive(events: Array<{ id: string }>, epoch: string, from: number): void {
+  events.forEach((e, i) => assert.equal(e.id, `${epoch}.${from + i}`, `event ${i} of ${events.length}`));
+}
+
+/** The `chunk N ` texts of a `chunks` turn, in order: N = 1, 2, 3… with no gap and no repeat. */
+export function assertChunksInOrder(messages: RpcMessage[]): number {
+  const text = agentText(messages);
+  const numbers = [...text.matchAll(/chunk (\d+) /g)].map((m) => Number(m[1]));
+  numbers.forEach((n, i) => assert.equal(n, i + 1, `chunk ${i + 1} of ${numbers.length}`));
+  return numbers.length;
+}
+
+/**
+ * Waits for the answer to request `id` (scanning the raw events: `SseReader.waitFor` parses every
+ * message on each event, too slow for thousands).
+ */
+export async function answerTo(sse: SseReader, id: number, timeoutMs = 30_000): Promise<RpcMessage> {
+  const prefix = `{"jsonrpc":"2.0","id":${id},`;
+  const event = await waitFor(
+    () => sse.events.findLast((e) => e.data.startsWith(prefix)),
+    timeoutMs,
+    `the answer to request ${id}`,
+  );
+  return JSON.parse(event.data) as RpcMessage;
+}
+
+export const epochOf = (id: string) => id.split(".")[0]!;
+export const seqOf = (id: string) => Number(id.split(".")[1]);
