@@ -1,7 +1,7 @@
 // The WebSocket transport against HTTP + SSE on the same server in the same run: streaming
 // session/update throughput, the server's CPU per streamed event, and the echo prompt round trip.
 // Both clients are minimal and do the same work per message (one JSON.parse), so the difference is
-// the server's transport. Rounds alternate (SSE, WebSocket, SSE, …) and every round checks that
+// the server's transport (the client's own CPU per event is reported too). Rounds alternate (SSE, WebSocket, SSE, …) and every round checks that
 // each update arrived once and in order.
 //   node bench/websocket.mjs [--quick] [--json]
 import http from "node:http";
@@ -128,12 +128,15 @@ async function streamRound(client, sessionId, serverPid) {
     if (m.params.update.content.text !== `chunk ${count} `) inOrder = false;
   };
   const cpuBefore = cpuMs(serverPid);
+  const clientBefore = process.cpuUsage();
   const t = performance.now();
   await prompt(client, sessionId, `chunks ${STREAM_EVENTS}`);
   const seconds = (performance.now() - t) / 1000;
   const serverCpuMs = cpuMs(serverPid) - cpuBefore;
+  const { user, system } = process.cpuUsage(clientBefore);
   client.onUpdate = () => {};
-  return { eventsPerSecond: count / seconds, serverCpuMs, lost: STREAM_EVENTS - count, inOrder };
+  const clientCpuMs = (user + system) / 1000;
+  return { eventsPerSecond: count / seconds, serverCpuMs, clientCpuMs, lost: STREAM_EVENTS - count, inOrder };
 }
 
 async function echoBlock(client, sessionId, count, times) {
@@ -146,11 +149,13 @@ async function echoBlock(client, sessionId, count, times) {
 
 function summarize(rounds, times) {
   const rates = rounds.map((r) => r.eventsPerSecond).sort((a, b) => a - b);
-  const cpu = rounds.reduce((n, r) => n + r.serverCpuMs, 0);
+  const perEventUs = (key) =>
+    (rounds.reduce((n, r) => n + r[key], 0) * 1000) / (rounds.length * STREAM_EVENTS);
   return {
     eventsPerSecond: rates[Math.floor(rates.length / 2)],
     rounds: rounds.map((r) => Math.round(r.eventsPerSecond)),
-    serverCpuPerEventUs: (cpu * 1000) / (rounds.length * STREAM_EVENTS),
+    serverCpuPerEventUs: perEventUs("serverCpuMs"),
+    clientCpuPerEventUs: perEventUs("clientCpuMs"),
     lost: rounds.reduce((n, r) => n + r.lost, 0),
     inOrder: rounds.every((r) => r.inOrder),
     echoMs: { p50: percentile(times, 50), p99: percentile(times, 99), count: times.length },
@@ -205,6 +210,7 @@ async function main() {
 | --- | --- | --- | --- |
 ${row(`session/update throughput (events/s, median of ${ROUNDS})`, (r) => r.eventsPerSecond, 0, results.ratio.eventsPerSecond)}
 ${row("server CPU per streamed event (µs)", (r) => r.serverCpuPerEventUs, 2, results.ratio.serverCpuPerEvent)}
+${row("bench client CPU per streamed event (µs)", (r) => r.clientCpuPerEventUs, 2, websocket.clientCpuPerEventUs / sse.clientCpuPerEventUs)}
 ${row(`echo prompt round trip p50 (ms, ${ROUND_TRIPS} each)`, (r) => r.echoMs.p50, 3, results.ratio.echoP50)}
 ${row("echo prompt round trip p99 (ms)", (r) => r.echoMs.p99, 3, results.ratio.echoP99)}
 | events lost / out of order (all rounds) | ${sse.lost} / ${!sse.inOrder} | ${websocket.lost} / ${!websocket.inOrder} | |

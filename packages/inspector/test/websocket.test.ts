@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import type { Page, WebSocket as PageWebSocket } from "playwright-core";
 import { repoRoot, tempDir, waitFor } from "@sandbox-agent/testkit";
 import { chromiumGate } from "./support/browser.js";
+import { conversation } from "./support/conversation.js";
 import { InspectorFixture } from "./support/inspector-page.js";
 
 const TOKEN = "inspector-websocket-token";
@@ -25,18 +26,8 @@ describe("inspector over the WebSocket transport", { skip: chromiumGate, timeout
   let page: Page;
   const sockets: PageWebSocket[] = [];
   const workdir = tempDir("inspector-ws-workdir-");
-  const agentText = () => page.getByTestId("agent-message").last().innerText();
+  const { agentText, send, sendTurn, allowOnce } = conversation(() => page, STEP_MS);
   const lastTurnEnd = () => page.getByTestId("turn-end").last().innerText();
-  const send = async (prompt: string) => {
-    await page.getByTestId("prompt").fill(prompt);
-    await page.getByTestId("send").click();
-  };
-  const turns = () => page.getByTestId("turn-end").count();
-  const sendTurn = async (prompt: string) => {
-    const before = await turns();
-    await send(prompt);
-    await waitFor(async () => (await turns()) > before, STEP_MS, `the turn of ${JSON.stringify(prompt)}`);
-  };
   /** Event ids in the raw view (the raw tab must be open), in the order shown. */
   const eventIds = async () => (await page.getByTestId("event-id").allInnerTexts()).filter(Boolean);
   const rpcSockets = () => sockets.filter((s) => new URL(s.url()).pathname === "/v2/rpc");
@@ -100,13 +91,7 @@ describe("inspector over the WebSocket transport", { skip: chromiumGate, timeout
     const tool = page.getByTestId("tool-call").last();
     assert.match(await tool.innerText(), /pending|running/);
     assert.ok(!existsSync(path.join(workdir, "notes.md")), "the agent waits for the answer");
-    await permission.getByRole("button", { name: "Allow once" }).click();
-    await waitFor(async () => /completed/.test(await tool.innerText()), STEP_MS, "the tool call to complete");
-    await waitFor(
-      async () => /Answered: Allow once/.test(await permission.innerText()),
-      STEP_MS,
-      "the answer",
-    );
+    await allowOnce();
     await waitFor(async () => (await agentText()) === "wrote notes.md", STEP_MS, "the agent's report");
     assert.equal(readFileSync(path.join(workdir, "notes.md"), "utf8"), "written over a WebSocket");
     await ui.shot("ws-02-permission");
