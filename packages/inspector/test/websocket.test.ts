@@ -26,7 +26,7 @@ describe("inspector over the WebSocket transport", { skip: chromiumGate, timeout
   let page: Page;
   const sockets: PageWebSocket[] = [];
   const workdir = tempDir("inspector-ws-workdir-");
-  const { agentText, send, sendTurn, allowOnce } = conversation(() => page, STEP_MS);
+  const { agentText, send, sendTurn, allowOnce, turns } = conversation(() => page, STEP_MS);
   const lastTurnEnd = () => page.getByTestId("turn-end").last().innerText();
   /** Event ids in the raw view (the raw tab must be open), in the order shown. */
   const eventIds = async () => (await page.getByTestId("event-id").allInnerTexts()).filter(Boolean);
@@ -132,6 +132,28 @@ describe("inspector over the WebSocket transport", { skip: chromiumGate, timeout
     await sendTurn("echo still here");
     assert.equal(await agentText(), "still here");
     assert.match(await page.getByTestId("connection").first().innerText(), /connected/);
+  });
+
+  it("replaces its socket when the browser comes back online: the turn ends with every chunk once", async () => {
+    // Chromium's offline emulation leaves an open WebSocket alone, as a real outage may leave it
+    // half-open: only the `online` event tells the client to resume on a new socket.
+    const expected = Array.from({ length: 30 }, (_, i) => `chunk ${i + 1} `).join("");
+    const socketsBefore = rpcSockets().length;
+    const turnsBefore = await turns();
+    await send("slow 30 50");
+    await waitFor(async () => (await agentText()).includes("chunk 3 "), STEP_MS, "the stream to start");
+    await ui.browser.setOffline(true);
+    await ui.browser.setOffline(false);
+    await waitFor(async () => rpcSockets().length > socketsBefore, STEP_MS, "a new socket");
+    await waitFor(async () => (await turns()) > turnsBefore, 30_000, "turn end");
+    assert.match(await lastTurnEnd(), /end_turn/);
+    assert.equal((await agentText()).trim(), expected.trim());
+    const resumed = new URL(rpcSockets()[socketsBefore]!.url());
+    assert.match(resumed.searchParams.get("lastEventId") ?? "", /^\w+\.\d+$/, resumed.href);
+    await page.getByRole("button", { name: "Raw JSON-RPC" }).click();
+    const seqs = (await eventIds()).map(seqOf);
+    for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1]! + 1, `event ${i} follows`);
+    await page.getByRole("button", { name: "Conversation" }).click();
   });
 
   it("a page of another origin cannot open the socket, even with a valid ticket", async () => {

@@ -31,5 +31,5 @@ export function conversation(page: () => Page, stepMs: number) {
       "the answer",
     );
   };
-  return { agentText, send, sendTurn, allowOnce };
+  return { agentText, send, sendTurn, allowOnce, turns };
 }
