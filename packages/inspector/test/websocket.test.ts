@@ -189,6 +189,20 @@ describe("inspector over the WebSocket transport", { skip: chromiumGate, timeout
     }
   });
 
+  it("disconnect ends the connection on the server", async () => {
+    const open = async () => {
+      const response = await fetch(`${ui.proxy.url}/v2/connections`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      const { connections } = (await response.json()) as { connections: { id: string; state: string }[] };
+      return connections.filter((c) => c.state === "open").map((c) => c.id);
+    };
+    assert.equal((await open()).length, 1, "the page's one connection");
+    await page.getByTestId("connection").getByRole("button", { name: "disconnect" }).click();
+    await waitFor(async () => (await open()).length === 0, STEP_MS, "the server to end the connection");
+    assert.equal(await page.getByTestId("connection").count(), 0);
+  });
+
   it("made no request outside the server, put the token in no URL, raised no page error", () => {
     ui.assertClean();
   });
