@@ -77,6 +77,7 @@ class WebSocketTransport {
         "acp-http-client: no WebSocket implementation; pass the `WebSocket` option (e.g. ws)",
       );
     this.WebSocket = Standard;
+    onlineTarget?.addEventListener("online", this.onOnline);
     const closed = new Promise<AcpCloseReason>((resolve) => (this.resolveClosed = resolve));
     this.stream = streamFacade(
       {
@@ -205,6 +206,20 @@ class WebSocketTransport {
     this.protocolVersion = version;
   }
 
+  /**
+   * The browser is back online: a socket that lived through the outage may be half-open (no close
+   * ever comes, and a browser cannot see the server's pings), so it is replaced by a resume from
+   * the last event received. The old socket is closed as a drop, leaving the connection alone.
+   */
+  private readonly onOnline = (): void => {
+    const socket = this.socket;
+    if (this.isClosed || socket === undefined) return;
+    this.socket = undefined;
+    if (socket.readyState === OPEN) socket.close(DETACH_CLOSE_CODE);
+    this.opened = this.reconnect();
+    this.opened.catch(() => undefined);
+  };
+
   private onClose(socket: WebSocketLike, code: number, reason: string): void {
     if (this.isClosed || socket !== this.socket) return;
     this.socket = undefined;
@@ -246,6 +261,7 @@ class WebSocketTransport {
   private close(keepConnection = false): Promise<void> {
     if (!this.isClosed) {
       this.isClosed = true;
+      onlineTarget?.removeEventListener("online", this.onOnline);
       // A deliberate close: the server ends the connection, as DELETE does; any other code is a drop.
       if (this.socket?.readyState === OPEN) this.socket.close(keepConnection ? DETACH_CLOSE_CODE : 1000);
       try {
@@ -261,6 +277,7 @@ class WebSocketTransport {
   private fail(error: Error): Error {
     if (this.isClosed) return error;
     this.isClosed = true;
+    onlineTarget?.removeEventListener("online", this.onOnline);
     this.failure = error;
     if (this.socket?.readyState === OPEN) this.socket.close(1000);
     this.controller.error(error);
@@ -268,6 +285,11 @@ class WebSocketTransport {
     return error;
   }
 }
+
+/** Where a browser announces that the network is back (`window`); absent in Node. */
+const onlineTarget = (globalThis as { addEventListener?: unknown }).addEventListener
+  ? (globalThis as unknown as Pick<EventTarget, "addEventListener" | "removeEventListener">)
+  : undefined;
 
 /** A close code of the application range (4000–4999): the server treats it as a drop, not an end. */
 const DETACH_CLOSE_CODE = 4000;

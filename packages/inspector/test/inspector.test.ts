@@ -5,6 +5,7 @@ import { after, before, describe, it } from "node:test";
 import type { Page, Request } from "playwright-core";
 import { repoRoot, tempDir, waitFor } from "@sandbox-agent/testkit";
 import { chromiumGate } from "./support/browser.js";
+import { conversation } from "./support/conversation.js";
 import { InspectorFixture } from "./support/inspector-page.js";
 
 const TOKEN = "inspector-test-token";
@@ -49,21 +50,7 @@ describe("inspector in Chromium", { skip: chromiumGate, timeout: 240_000 }, () =
   let requests: Request[];
   const workdir = tempDir("inspector-workdir-");
   const shot = (name: string) => ui.shot(name);
-  const agentText = () => page.getByTestId("agent-message").last().innerText();
-  const send = async (prompt: string) => {
-    await page.getByTestId("prompt").fill(prompt);
-    await page.getByTestId("send").click();
-  };
-  const turns = () => page.getByTestId("turn-end").count();
-  const sendTurn = async (prompt: string) => {
-    const before = await turns();
-    await send(prompt);
-    await waitFor(
-      async () => (await turns()) > before,
-      STEP_MS,
-      `the turn of ${JSON.stringify(prompt)} to end`,
-    );
-  };
+  const { agentText, send, sendTurn, allowOnce } = conversation(() => page, STEP_MS);
 
   before(async () => {
     assert.ok(assetsBuilt, "the inspector is not built: run `npm run build` first");
@@ -149,13 +136,7 @@ describe("inspector in Chromium", { skip: chromiumGate, timeout: 240_000 }, () =
     const tool = page.getByTestId("tool-call").last();
     assert.match(await tool.innerText(), /pending|running/);
     await shot("02-permission");
-    await permission.getByRole("button", { name: "Allow once" }).click();
-    await waitFor(async () => /completed/.test(await tool.innerText()), STEP_MS, "the tool call to complete");
-    await waitFor(
-      async () => /Answered: Allow once/.test(await permission.innerText()),
-      STEP_MS,
-      "the answer",
-    );
+    await allowOnce();
     assert.match(await tool.locator("tr.add").first().innerText(), /hello from the inspector/);
     await waitFor(async () => (await agentText()) === "wrote notes.md", STEP_MS, "the agent's report");
     assert.equal(readFileSync(path.join(workdir, "notes.md"), "utf8"), "hello from the inspector");

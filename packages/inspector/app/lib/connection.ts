@@ -17,6 +17,7 @@ import { errorMessage } from "./format.js";
 import { Observable } from "./observable.js";
 import type { ServerModel } from "./server.js";
 import { Timeline, type PermissionAnswer } from "./timeline.js";
+import type { Transport } from "./transport.js";
 
 export interface RawEnvelope {
   seq: number;
@@ -78,18 +79,28 @@ export class ConnectionModel extends Observable {
   /** Session of each permission request seen, by request key, to show its answer. */
   private readonly permissionSessions = new Map<string, string>();
 
-  /** `attach`: the id of a connection another client opened, to continue instead of starting an agent. */
+  /** How this connection travels (an attached one always over HTTP: see the constructor). */
+  readonly transport: Transport;
+
+  /**
+   * `attach`: the id of a connection another client opened, to continue instead of starting an
+   * agent. Attaching takes over another client's stream, which only the HTTP transport can do (a
+   * WebSocket resumes only its own connection), so an attached connection ignores `transport`.
+   */
   constructor(
     readonly server: ServerModel,
     readonly agentId: string,
+    transport: Transport,
     readonly attached?: string,
   ) {
     super();
+    this.transport = attached === undefined ? transport : "http";
     this.client = new SandboxAgentClient({
       baseUrl: server.baseUrl,
       token: server.token,
       agent: agentId,
       autoConnect: false,
+      transport: this.transport,
       ...(attached !== undefined ? { attach: attached } : {}),
       onEnvelope: (envelope) => this.observe(envelope),
       onPermissionRequest: (request, { signal }) => this.waitForAnswer(request, signal),

@@ -3,6 +3,7 @@ import type { ConnectionInfo } from "sandbox-agent";
 import { Observable } from "./observable.js";
 import type { ServerModel } from "./server.js";
 import { ServerConnections } from "./server-connections.js";
+import { storedTransport, storeTransport, type Transport } from "./transport.js";
 
 export interface Selection {
   connection: ConnectionModel;
@@ -15,6 +16,8 @@ export class Workspace extends Observable {
   selected: Selection | undefined;
   /** Every connection of the server, this page's and other clients'. */
   readonly onServer: ServerConnections;
+  /** The transport of the connections the page opens from now on (remembered across reloads). */
+  transport: Transport = storedTransport();
 
   constructor(readonly server: ServerModel) {
     super();
@@ -33,7 +36,7 @@ export class Workspace extends Observable {
   attach(info: ConnectionInfo): void {
     let connection = this.mine(info.id);
     if (connection === undefined) {
-      connection = new ConnectionModel(this.server, info.agentId, info.id);
+      connection = new ConnectionModel(this.server, info.agentId, "http", info.id);
       connection.subscribe(() => this.changed());
       this.connections.push(connection);
     }
@@ -46,19 +49,32 @@ export class Workspace extends Observable {
     else this.changed();
   }
 
+  /** Open connections keep their transport; the next one the page opens uses this one. */
+  setTransport(transport: Transport): void {
+    this.transport = transport;
+    storeTransport(transport);
+    this.changed();
+  }
+
   connect(agentId: string): ConnectionModel {
-    const connection = new ConnectionModel(this.server, agentId);
+    const connection = new ConnectionModel(this.server, agentId, this.transport);
     connection.subscribe(() => this.changed());
     this.connections.push(connection);
     this.changed();
     return connection;
   }
 
-  /** An open (or opening) connection of this page to `agentId`, else a new one (never another client's). */
+  /**
+   * An open (or opening) connection of this page to `agentId` over the chosen transport, else a
+   * new one (never another client's).
+   */
   connectionFor(agentId: string): ConnectionModel {
     const live = this.connections.find(
       (c) =>
-        c.agentId === agentId && c.attached === undefined && (c.state === "open" || c.state === "connecting"),
+        c.agentId === agentId &&
+        c.attached === undefined &&
+        c.transport === this.transport &&
+        (c.state === "open" || c.state === "connecting"),
     );
     return live ?? this.connect(agentId);
   }

@@ -5,6 +5,7 @@ import { RawView } from "../components/RawView.js";
 import type { ConnectionModel } from "../lib/connection.js";
 import { errorMessage, formatRelative, shortId } from "../lib/format.js";
 import { useObservable } from "../lib/observable.js";
+import { TRANSPORT_LABEL, type Transport } from "../lib/transport.js";
 import type { Workspace } from "../lib/workspace.js";
 import { SessionControls } from "./SessionControls.js";
 
@@ -37,6 +38,21 @@ function NewSessionForm({ workspace, agents }: { workspace: Workspace; agents: A
           {usable.map((a) => (
             <option key={a.id} value={a.id}>
               {a.name} ({a.id})
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Transport
+        <select
+          value={workspace.transport}
+          onChange={(e) => workspace.setTransport(e.currentTarget.value as Transport)}
+          title="How new agent connections travel: POSTs and an SSE stream, or one WebSocket"
+          data-testid="transport-select"
+        >
+          {(Object.keys(TRANSPORT_LABEL) as Transport[]).map((t) => (
+            <option key={t} value={t}>
+              {TRANSPORT_LABEL[t]}
             </option>
           ))}
         </select>
@@ -126,7 +142,10 @@ function ConnectionBlock({ connection, workspace }: { connection: ConnectionMode
               {" "}
               {info.name ?? ""} {info.version}
             </span>
-          )}
+          )}{" "}
+          <span class="badge muted" data-testid="connection-transport">
+            {TRANSPORT_LABEL[connection.transport]}
+          </span>
         </div>
         <span class={`dot ${connection.state}`} title={connection.reason ?? STATE_LABEL[connection.state]}>
           {STATE_LABEL[connection.state]}

@@ -7,11 +7,16 @@ import net from "node:net";
 export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   private down = false;
+  /** Connections refused while cut: a client trying to reconnect shows here. */
+  refused = 0;
   private readonly server: net.Server;
 
   private constructor(targetPort: number) {
     this.server = net.createServer((client) => {
-      if (this.down) return void client.destroy();
+      if (this.down) {
+        this.refused++;
+        return void client.destroy();
+      }
       const upstream = net.connect(targetPort, "127.0.0.1");
       for (const socket of [client, upstream]) {
         this.sockets.add(socket);

