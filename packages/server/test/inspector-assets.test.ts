@@ -4,7 +4,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync, brotliDecompressSync } from "node:zlib";
 import { after, before, describe, it } from "node:test";
-import { repoRoot, startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import {
+  compiledServerBin,
+  repoRoot,
+  startServer,
+  tempDir,
+  type RunningServer,
+} from "@sandbox-agent/testkit";
 
 const moduleLog = fileURLToPath(new URL("./support/module-log.js", import.meta.url));
 const assetsDir = path.join(repoRoot, "packages/inspector/dist/ui");
@@ -29,6 +35,7 @@ describe("inspector files at /ui/", () => {
     writeFileSync(path.join(workdir, "page.html"), "<script>fetch('/v2/agents')</script>");
     server = await startServer({
       token: TOKEN,
+      bin: compiledServerBin,
       args: ["--workdir", workdir],
       env: { NODE_OPTIONS: `--import=${moduleLog}`, MODULE_LOG_FILE: logFile },
     });

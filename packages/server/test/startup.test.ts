@@ -3,12 +3,10 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { repoRoot, startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { compiledServerBin, startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
 import { RawConnection } from "./support/rpc.js";
 
 const moduleLog = fileURLToPath(new URL("./support/module-log.js", import.meta.url));
-// The compiled output, module by module (the bin may run the bundle instead: see bundle.test.ts).
-const compiledCli = path.join(repoRoot, "packages/server/dist/src/cli.js");
 
 /** What start-up loads decides start time and idle memory: the control plane and zod load on first use. */
 describe("start-up loads only the transport and health", () => {
@@ -19,7 +17,7 @@ describe("start-up loads only the transport and health", () => {
 
   before(async () => {
     server = await startServer({
-      bin: compiledCli,
+      bin: compiledServerBin,
       env: { NODE_OPTIONS: `--import=${moduleLog}`, MODULE_LOG_FILE: logFile },
     });
   });

@@ -2,7 +2,7 @@
  * Test helpers shared by every package's integration tests: start the real server as a child
  * process, locate the built mock agent, read SSE streams over real HTTP, drive Debian's Chromium.
  */
-export { repoRoot, serverBin, mockAgentBin } from "./paths.js";
+export { repoRoot, serverBin, compiledServerBin, mockAgentBin } from "./paths.js";
 export { startServer, stopChild, type RunningServer, type StartServerOptions } from "./server-process.js";
 export { readSse, type SseEvent } from "./sse.js";
 export { startProxy, type CuttableProxy, type RecordedRequest } from "./proxy.js";

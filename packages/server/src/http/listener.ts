@@ -155,6 +155,7 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
 /** The part of a socket's libuv handle that pausing a consumed socket works with. */
 interface ReadingHandle {
   reading: boolean;
+  readStart(): number;
   readStop(): number;
 }
 
@@ -165,19 +166,30 @@ interface ReadingHandle {
  * flowing → paused transition: when the stream was paused already and a pending `read(0)`
  * restarted the handle, the pause is silent and the body is read into memory without bound (seen:
  * 190 MB for a 200 MiB upload). Here every pause stops the handle, as node's own 'pause' listener
- * does; the next `resume()` (the request being read again) starts it again.
+ * does, and every resume starts it again: a stream whose read is pending does not call `_read` on
+ * resume, so without this a socket paused and resumed after an upgrade (a WebSocket holding back
+ * input while a terminal's pipe drains) would never read again.
  */
 function pauseStopsReading(socket: Socket): void {
-  const pause = socket.pause;
+  const { pause, resume } = socket;
   socket.pause = function (this: Socket) {
     pause.call(this);
-    const handle = (this as unknown as { _handle: ReadingHandle | null })._handle;
-    if (handle?.reading) {
-      handle.reading = false;
-      handle.readStop();
-    }
+    setReading(this, false);
     return this;
   };
+  socket.resume = function (this: Socket) {
+    resume.call(this);
+    setReading(this, true);
+    return this;
+  };
+}
+
+function setReading(socket: Socket, reading: boolean): void {
+  const handle = (socket as unknown as { _handle: ReadingHandle | null })._handle;
+  if (handle === null || socket.destroyed || handle.reading === reading) return;
+  handle.reading = reading;
+  if (reading) handle.readStart();
+  else handle.readStop();
 }
 
 /**
