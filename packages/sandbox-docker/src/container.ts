@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import type Docker from "dockerode";
 import type { Engine } from "./engine.js";
@@ -53,15 +54,44 @@ export async function ensureImage(
   }
 }
 
-/** A port that is free on 127.0.0.1 now, for a server on the host network. */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port that is free on 127.0.0.1 now, for a server on the host network. The server binds it only
+ * once its container has started, so the port is taken from below the kernel's ephemeral range:
+ * a port the kernel hands out (to a `listen(0)` or to an outgoing connection's source, such as a
+ * readiness poll) could be taken in between (seen with ten sandboxes started at once).
+ */
+export async function freeLoopbackPort(): Promise<number> {
+  const [first] = ephemeralRange();
+  const low = Math.min(20_000, first - 1_000);
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = low + Math.floor(Math.random() * (first - low));
+    if (await isFree(port)) return port;
+  }
+  throw new DockerSandboxError(
+    "server-failed",
+    `no free loopback port found in ${low}-${first - 1} for a host-network sandbox: free some, or use a published port (network other than "host")`,
+  );
+}
+
+/** The kernel's ephemeral port range (Linux), or its usual default. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [first, last] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (first! > 2_000 && last! >= first!) return [first!, last!];
+  } catch {
+    // Not Linux: the common default below.
+  }
+  return [32_768, 60_999];
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
   });
 }
 
