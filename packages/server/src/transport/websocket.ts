@@ -57,11 +57,13 @@ const MAX_WAITING_FRAMES = 64;
 const CLOSE_TIMEOUT_MS = 1_000;
 
 /**
- * Close codes. 1000: the connection ended and every event was delivered; 1001: server shutdown;
+ * Close codes. 1000: the connection ended and every event was delivered; 1012 (service restart):
+ * the server is stopping, and its connections survive it in the event log, so a client resumes
+ * after the restart (1001, going away, would tell clients the connection is over);
  * 4000 + an HTTP status: why the connection is unusable (4409: another socket took the stream
  * over; 4410: the connection is closed; 4xxx/45xx: initialize failed with that problem).
  */
-export const CLOSE = { ended: 1000, shutdown: 1001, policy: 1008, replaced: 4409, gone: 4410 } as const;
+export const CLOSE = { ended: 1000, shutdown: 1012, policy: 1008, replaced: 4409, gone: 4410 } as const;
 
 export interface RpcSocketServer {
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): void;
