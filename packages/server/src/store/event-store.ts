@@ -223,7 +223,7 @@ class DiskStore implements EventStore {
 
   /** @internal A log wrote events: deliver them now, or after the next group commit. */
   written(log: DiskLog): void {
-    if (!this.options.fsync) return log.durableThrough(log.writtenSeq, log.files.tail());
+    if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
     this.unsynced.add(log);
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
   }
@@ -271,7 +271,12 @@ class DiskStore implements EventStore {
 
   private checkpoint(): void {
     // About once a second, not per write: after a crash, recovery reads at most the last second's writes.
-    for (const log of this.marks) if (log.mark) this.tails.set(log.id, log.mark);
+    // Without fsync what is written is as whole as it gets, so the mark is where the log stands now;
+    // with fsync it is where the last group commit synced it.
+    for (const log of this.marks) {
+      const mark = this.options.fsync ? log.mark : log.files.tail();
+      if (mark) this.tails.set(log.id, mark);
+    }
     this.marks.clear();
     this.tables.checkpoint();
     const now = Date.now();
@@ -325,7 +330,7 @@ class DiskLog implements ConnectionLog {
   private durable: number;
   failure: Error | undefined;
   onDurable: (() => void) | undefined;
-  /** Where the last segment stood at the newest durable write. */
+  /** With fsync, where the last segment stood at the newest group commit (without, the checkpoint reads it). */
   mark: TailMark | undefined;
 
   constructor(
@@ -374,9 +379,9 @@ class DiskLog implements ConnectionLog {
     this.store.written(this);
   }
 
-  /** @internal Events through `seq` are safe (and the segment whole up to `mark`): they may be delivered. */
-  durableThrough(seq: number, mark: TailMark): void {
-    this.mark = mark;
+  /** @internal Events through `seq` are safe (with fsync, the segment is synced up to `mark`): they may be delivered. */
+  durableThrough(seq: number, mark?: TailMark): void {
+    if (mark) this.mark = mark;
     this.store.marked(this);
     if (seq <= this.durable) return;
     this.durable = seq;
