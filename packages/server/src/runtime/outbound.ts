@@ -1,5 +1,5 @@
 import { CorruptLogError } from "../store/event-store.js";
-import type { EventBatch, EventLog } from "./event-log.js";
+import { batchLength, type EventBatch, type EventLog } from "./event-log.js";
 
 /** What a transport is told about its reader. */
 export interface ReaderListener {
@@ -17,7 +17,10 @@ export interface ReaderListener {
 export interface OutboundReader {
   /** Sequence number of the last event read (the cursor the reader was opened at, at first). */
   readonly cursor: number;
-  /** The next events after the cursor, about `maxBytes` of them (at least one); undefined when none is ready. */
+  /**
+   * The next events after the cursor, about `maxBytes` of them (at least one); undefined when none
+   * is ready. The batch's bytes are valid until the transport returns (see `EventBatch`).
+   */
   read(maxBytes: number): EventBatch | undefined;
   /** The connection ended and every event was read: nothing more will come. */
   readonly finished: boolean;
@@ -153,7 +156,7 @@ export class Outbound {
       if (reader.cursor < this.log.oldestCursor) this.endReader(reader);
       return undefined;
     }
-    reader.cursor = batch.first + batch.data.length - 1;
+    reader.cursor = batch.first + batchLength(batch) - 1;
     this.log.markWritten(reader.cursor);
     this.updateBackpressure();
     return batch;

@@ -5,8 +5,8 @@
  * the same reader.
  */
 import type { ServerResponse } from "node:http";
-import type { Connection, EventBatch } from "../runtime/connection.js";
-import { eventId } from "./event-ids.js";
+import { batchLength, type Connection, type EventBatch } from "../runtime/connection.js";
+import { eventId, eventIdPrefix } from "./event-ids.js";
 
 export interface SseOptions {
   /** Interval of `:` keep-alive comments; none when unset. */
@@ -74,8 +74,8 @@ export class SseResponse {
     }
   }
 
-  /** Writes framed events (`sseEvent`). */
-  write(text: string): void {
+  /** Writes framed events (`sseEvent`, `framed`). */
+  write(text: string | Buffer): void {
     if (this.ended || this.res.writableEnded) return;
     if (this.res.write(text)) return;
     this.waiting = true;
@@ -114,16 +114,40 @@ export class SseResponse {
 /** Largest amount of event data put into one socket write. */
 export const WRITE_BATCH_BYTES = 64 * 1024;
 
+const DATA_FIELD = Buffer.from("\ndata: ");
+const EVENT_END = Buffer.from("\n\n");
+
 /**
- * A batch framed as SSE events. Kept a string: encoding it to a Buffer here (to spare node:http's
- * and the access log's UTF-8 length scans) measured slower, ~250 against ~130 ns per event, since
- * the first scan only flattens the string that the socket write must flatten anyway.
+ * A batch framed as SSE events (`id: <event id>\ndata: <event>\n\n` each), built as one Buffer
+ * from the log's bytes with copies alone: framing strings instead (each event decoded from the
+ * log, the framed text then scanned for its UTF-8 length by node:http and the access log, and
+ * encoded again by the socket write) cost more than the rest of the SSE path. `idStart` is
+ * `id: ` and the event-id prefix of the connection, in bytes; the seq is written as its digits.
  */
-function framed(epoch: string, batch: EventBatch): string {
-  let text = "";
-  let seq = batch.first;
-  for (const data of batch.data) text += `id: ${epoch}.${seq++}\ndata: ${data}\n\n`;
-  return text;
+function framed(idStart: Buffer, batch: EventBatch): Buffer {
+  const count = batchLength(batch);
+  const { buffers, starts, ends } = batch;
+  const maxDigits = String(batch.first + count - 1).length;
+  const perEvent = idStart.length + maxDigits + DATA_FIELD.length + EVENT_END.length;
+  const out = Buffer.allocUnsafe(batch.bytes + count * perEvent);
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    at += idStart.copy(out, at);
+    at = writeDigits(out, at, batch.first + i);
+    at += DATA_FIELD.copy(out, at);
+    at += buffers[i]!.copy(out, at, starts[i], ends[i]);
+    at += EVENT_END.copy(out, at);
+  }
+  return out.subarray(0, at);
+}
+
+/** Writes the decimal digits of the non-negative integer `n` at `at`; returns the end. */
+function writeDigits(out: Buffer, at: number, n: number): number {
+  let digits = 1;
+  for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+  for (let i = at + digits - 1, rest = n; i >= at; i--, rest = Math.floor(rest / 10))
+    out[i] = 48 + (rest % 10);
+  return at + digits;
 }
 
 export interface StreamLimits {
@@ -146,11 +170,12 @@ export function streamConnection(
   const reader = conn.openReader(cursor, { readable: () => pump(), end: () => sse.end() });
   sse.onClose(() => reader.close());
   sse.open(eventId(conn.epoch, reader.cursor));
+  const idStart = Buffer.from(`id: ${eventIdPrefix(conn.epoch)}`);
   function pump(): void {
     while (sse.ready) {
       const batch = reader.read(WRITE_BATCH_BYTES);
       if (batch === undefined) break;
-      sse.write(framed(conn.epoch, batch));
+      sse.write(framed(idStart, batch));
     }
     if (sse.ready && reader.finished) sse.end();
   }

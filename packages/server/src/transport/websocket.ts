@@ -35,7 +35,13 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
-import { AgentUnavailableError, type Connection, type OutboundReader } from "../runtime/connection.js";
+import {
+  AgentUnavailableError,
+  batchLength,
+  eventText,
+  type Connection,
+  type OutboundReader,
+} from "../runtime/connection.js";
 import { endedProblem, lookup, startConnection, type RpcDeps } from "./connect.js";
 import { cursorOf, eventId } from "./event-ids.js";
 import { connectionIdHeaders, connectionIdOf, lastEventIdOf } from "./headers.js";
@@ -281,9 +287,9 @@ class RpcSocket {
     while (this.ready) {
       const batch = reader.read(WRITE_BATCH_BYTES);
       if (batch === undefined) break;
-      const last = batch.data.length - 1;
-      for (let i = 0; i < last; i++) this.ws.send(batch.data[i]!);
-      this.ws.send(batch.data[last]!, () => this.pump());
+      const last = batchLength(batch) - 1;
+      for (let i = 0; i < last; i++) this.ws.send(eventText(batch, i));
+      this.ws.send(eventText(batch, last), () => this.pump());
     }
   }
 
