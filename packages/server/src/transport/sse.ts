@@ -115,30 +115,43 @@ export class SseResponse {
 export const WRITE_BATCH_BYTES = 64 * 1024;
 
 const DATA_FIELD = Buffer.from("\ndata: ");
-const EVENT_END = Buffer.from("\n\n");
+const NEWLINE = 10;
 
 /**
  * A batch framed as SSE events (`id: <event id>\ndata: <event>\n\n` each), built as one Buffer
- * from the log's bytes with copies alone: framing strings instead (each event decoded from the
- * log, the framed text then scanned for its UTF-8 length by node:http and the access log, and
- * encoded again by the socket write) cost more than the rest of the SSE path. `idStart` is
- * `id: ` and the event-id prefix of the connection, in bytes; the seq is written as its digits.
+ * from the log's bytes: framing strings instead (each event decoded from the log, the framed text
+ * then scanned for its UTF-8 length by node:http and the access log, and encoded again by the
+ * socket write) cost more than the rest of the SSE path. `idStart` is `id: ` and the event-id
+ * prefix of the connection, in bytes. The few bytes around each event are stored one by one and
+ * the event copied with one `set`: `Buffer#copy` validates its arguments and makes a view per
+ * call, which took twice as long for the ~20 bytes of fields.
  */
 function framed(idStart: Buffer, batch: EventBatch): Buffer {
   const count = batchLength(batch);
   const { buffers, starts, ends } = batch;
   const maxDigits = String(batch.first + count - 1).length;
-  const perEvent = idStart.length + maxDigits + DATA_FIELD.length + EVENT_END.length;
+  const perEvent = idStart.length + maxDigits + DATA_FIELD.length + 2;
   const out = Buffer.allocUnsafe(batch.bytes + count * perEvent);
   let at = 0;
   for (let i = 0; i < count; i++) {
-    at += idStart.copy(out, at);
+    at = put(out, at, idStart);
     at = writeDigits(out, at, batch.first + i);
-    at += DATA_FIELD.copy(out, at);
-    at += buffers[i]!.copy(out, at, starts[i], ends[i]);
-    at += EVENT_END.copy(out, at);
+    at = put(out, at, DATA_FIELD);
+    const buf = buffers[i]!;
+    const start = starts[i]!;
+    const length = ends[i]! - start;
+    out.set(new Uint8Array(buf.buffer, buf.byteOffset + start, length), at);
+    at += length;
+    out[at++] = NEWLINE;
+    out[at++] = NEWLINE;
   }
   return out.subarray(0, at);
+}
+
+/** Stores the (few) bytes of `bytes` at `at`; returns the end. */
+function put(out: Buffer, at: number, bytes: Buffer): number {
+  for (let i = 0; i < bytes.length; i++) out[at + i] = bytes[i]!;
+  return at + bytes.length;
 }
 
 /** Writes the decimal digits of the non-negative integer `n` at `at`; returns the end. */
