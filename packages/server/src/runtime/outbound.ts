@@ -73,7 +73,7 @@ export class Outbound {
   append(data: string): void {
     if (this.closed) return;
     this.log.append(data);
-    this.updateBackpressure();
+    this.updateBackpressure(false);
     this.scheduleCommit();
   }
 
@@ -158,7 +158,7 @@ export class Outbound {
     }
     reader.cursor = batch.first + batchLength(batch) - 1;
     this.log.markWritten(reader.cursor);
-    this.updateBackpressure();
+    this.updateBackpressure(true);
     return batch;
   }
 
@@ -179,7 +179,8 @@ export class Outbound {
     this.options.readerChanged();
   }
 
-  private updateBackpressure(): void {
+  /** `progress`: the reader just read (the stall clock restarts); else an event was appended. */
+  private updateBackpressure(progress: boolean): void {
     const { maxBufferedBytes, stallMs } = this.options;
     const pending = this.log.unwrittenBytes;
     if (!this.paused && pending > maxBufferedBytes) {
@@ -190,7 +191,9 @@ export class Outbound {
       this.options.resume();
     }
     if (this.paused) {
-      // Restarted on every call that made progress; fires only when the reader stays stuck.
+      // Restarted when the reader made progress, so it fires only when the reader stays stuck; not
+      // on every event appended while paused (the rest of the agent's chunk), a timer each.
+      if (!progress && this.stallTimer !== undefined) return;
       clearTimeout(this.stallTimer);
       this.stallTimer = setTimeout(() => this.options.stalled(pending), stallMs);
       this.stallTimer.unref();
