@@ -25,7 +25,16 @@ const TEXT_CHUNK_LINE = new RegExp(
  */
 export const MAX_TEXT_CHUNK_LINE = 64 * 1024;
 
+/** The session id the previous text chunk named, as a string of its own. */
+let lastSession = "";
+
 /** The session id of a text-chunk notification line in canonical form; `undefined` for any other line. */
 export function textChunkSession(line: string): string | undefined {
-  return line.length > MAX_TEXT_CHUNK_LINE ? undefined : TEXT_CHUNK_LINE.exec(line)?.[1];
+  const id = line.length > MAX_TEXT_CHUNK_LINE ? undefined : TEXT_CHUNK_LINE.exec(line)?.[1];
+  if (id === undefined || id === lastSession) return id === undefined ? undefined : lastSession;
+  // A capture is a view of the line, and a line a view of the agent's whole output chunk
+  // (`line-splitter.ts`): kept in a session record, it would keep that chunk alive. The copy is
+  // made once for a run of chunks of one session.
+  lastSession = ` ${id}`.slice(1);
+  return lastSession;
 }
