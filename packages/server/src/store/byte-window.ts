@@ -141,9 +141,12 @@ export class ByteWindow {
   /**
    * Events after `seq` are owed to a reader: `trim` keeps them whatever the limits (the producer
    * is paused while they exceed its bound, so this holds no more than the backpressure allows).
+   * Those the reader just got are trimmed now, as they would have been when appended.
    */
   hold(seq: number): void {
+    const moved = seq > this.held;
     this.held = seq;
+    if (moved) this.trim();
   }
 
   private fits(slab: Slab, dataBytes: number): boolean {
