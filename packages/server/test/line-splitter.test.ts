@@ -6,7 +6,9 @@ describe("agent output lines", () => {
   it("are the same whatever the chunking, multi-byte characters and CRLF included", () => {
     const lines: string[] = [];
     for (let i = 0; i < 2000; i++)
-      lines.push(i % 7 === 0 ? "" : i % 11 === 0 ? "\r" : `{"t":"héllo ✓ 😀 ${i}"}${i % 5 === 0 ? "\r" : ""}`);
+      lines.push(
+        i % 7 === 0 ? "" : i % 11 === 0 ? "\r" : `{"t":"héllo ✓ 😀 ${i}"}${i % 5 === 0 ? "\r" : ""}`,
+      );
     const data = Buffer.from(lines.join("\n") + "\n");
     const expected = lines
       .filter((l) => l.length > 0 && l !== "\r")
@@ -26,7 +28,11 @@ describe("agent output lines", () => {
 
   it("reports a partial line over the limit", () => {
     const sizes: number[] = [];
-    const splitter = new LineSplitter(10, () => assert.fail("no line"), (bytes) => sizes.push(bytes));
+    const splitter = new LineSplitter(
+      10,
+      () => assert.fail("no line"),
+      (bytes) => sizes.push(bytes),
+    );
     splitter.push(Buffer.from("0123456"));
     splitter.push(Buffer.from("789abc"));
     assert.deepEqual(sizes, [13]);

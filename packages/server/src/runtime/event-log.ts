@@ -1,7 +1,7 @@
 import { batchLength, type EventBatch } from "../store/event-batch.js";
 import type { ConnectionLog } from "../store/event-store.js";
 
-export { batchLength, eventText, type EventBatch } from "../store/event-batch.js";
+export { batchLength, eventBytes, type EventBatch } from "../store/event-batch.js";
 
 /**
  * The ordered outbound log of one connection, as the runtime sees it: the store's log (bytes off

@@ -32,12 +32,17 @@ export function batchLength(batch: EventBatch): number {
   return batch.starts.length;
 }
 
-/** Event `i` of the batch as a string. */
-export function eventText(batch: EventBatch, i: number): string {
-  return batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]);
+/** Event `i` of the batch as a Buffer of its own (a copy: the batch's bytes are only lent). */
+export function eventBytes(batch: EventBatch, i: number): Buffer {
+  const buf = batch.buffers[i]!;
+  const start = batch.starts[i]!;
+  const length = batch.ends[i]! - start;
+  const copy = Buffer.allocUnsafe(length);
+  copy.set(new Uint8Array(buf.buffer, buf.byteOffset + start, length));
+  return copy;
 }
 
 /** Every event of the batch as a string. */
 export function batchTexts(batch: EventBatch): string[] {
-  return batch.starts.map((_, i) => eventText(batch, i));
+  return batch.starts.map((start, i) => batch.buffers[i]!.toString("utf8", start, batch.ends[i]));
 }

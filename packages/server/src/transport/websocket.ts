@@ -38,7 +38,7 @@ import {
 import {
   AgentUnavailableError,
   batchLength,
-  eventText,
+  eventBytes,
   type Connection,
   type OutboundReader,
 } from "../runtime/connection.js";
@@ -61,6 +61,8 @@ const HIGH_WATER_BYTES = 1024 * 1024;
 const MAX_WAITING_FRAMES = 64;
 /** How long a peer has to answer the close handshake. */
 const CLOSE_TIMEOUT_MS = 1_000;
+/** Events go out as text frames, also when sent as bytes. */
+const TEXT_FRAME = { binary: false } as const;
 
 /**
  * Close codes. 1000: the connection ended and every event was delivered; 1012 (service restart):
@@ -287,9 +289,11 @@ class RpcSocket {
     while (this.ready) {
       const batch = reader.read(WRITE_BATCH_BYTES);
       if (batch === undefined) break;
+      // Each event's bytes, copied (the batch only lends them), as a text frame: no decoding and
+      // encoding again.
       const last = batchLength(batch) - 1;
-      for (let i = 0; i < last; i++) this.ws.send(eventText(batch, i));
-      this.ws.send(eventText(batch, last), () => this.pump());
+      for (let i = 0; i < last; i++) this.ws.send(eventBytes(batch, i), TEXT_FRAME);
+      this.ws.send(eventBytes(batch, last), TEXT_FRAME, () => this.pump());
     }
   }
 
