@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ByteWindow } from "../src/store/byte-window.js";
+import { batchTexts } from "../src/store/event-batch.js";
 
 /** What a connection log does after each commit: a file-backed window hands its frames over first. */
 function commit(window: ByteWindow, backedByFile: boolean): void {
@@ -24,9 +25,11 @@ describe("the replay window", () => {
       commit(window, backedByFile);
       assert.equal(window.firstSeq, 4901);
       const batch = window.read(4900, 1e9)!;
-      assert.equal(batch.data.length, 100);
-      assert.match(batch.data[0]!, /^event 4901 /);
-      assert.match(batch.data[99]!, /^event 5000 /);
+      const data = batchTexts(batch);
+      assert.equal(batch.first, 4901);
+      assert.equal(data.length, 100);
+      assert.match(data[0]!, /^event 4901 /);
+      assert.match(data[99]!, /^event 5000 /);
     });
 
     it(`stays within maxBytes, framing included (${kind})`, () => {
@@ -42,9 +45,9 @@ describe("the replay window", () => {
         kept <= Math.floor(10_000 / perEvent) && kept >= Math.floor(10_000 / perEvent) - 2,
         String(kept),
       );
-      const batch = window.read(window.firstSeq - 1, 1e9)!;
-      assert.equal(batch.data.length, kept);
-      assert.match(batch.data.at(-1)!, /^e5000 /);
+      const data = batchTexts(window.read(window.firstSeq - 1, 1e9)!);
+      assert.equal(data.length, kept);
+      assert.match(data.at(-1)!, /^e5000 /);
     });
   }
 
@@ -61,6 +64,25 @@ describe("the replay window", () => {
     assert.equal(memory.firstSeq, 50);
     commit(file, true);
     assert.equal(file.firstSeq, 50);
-    assert.deepEqual(file.read(49, 1e9), { first: 50, data: ["z50"] });
+    const batch = file.read(49, 1e9)!;
+    assert.equal(batch.first, 50);
+    assert.deepEqual(batchTexts(batch), ["z50"]);
   });
+
+  for (const backedByFile of [false, true]) {
+    it(`keeps the events after the held seq past its limits, and reads no further than asked (${backedByFile ? "backed by a file" : "in memory"})`, () => {
+      const window = new ByteWindow({ maxEvents: 2, maxBytes: 1 }, 1, backedByFile);
+      window.hold(10);
+      for (let i = 1; i <= 50; i++) {
+        window.append(`h${i}`);
+        if (i % 5 === 0) commit(window, backedByFile);
+      }
+      assert.equal(window.firstSeq, 11);
+      assert.deepEqual(batchTexts(window.read(10, 1e9, 12)!), ["h11", "h12"]);
+      assert.deepEqual(batchTexts(window.read(10, 4)!), ["h11", "h12"]); // up to maxBytes, at least one
+      window.hold(48);
+      commit(window, backedByFile);
+      assert.equal(window.firstSeq, 49);
+    });
+  }
 });

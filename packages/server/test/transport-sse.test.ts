@@ -97,6 +97,11 @@ describe("GET / SSE, replay and ordering", () => {
       [...seqs].sort((a, b) => a - b),
     );
     assert.equal(new Set(seqs).size, seqs.length);
+    // Consecutive, across batches and digit counts (ids are framed from bytes, `transport/sse.ts`).
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => seqs[0]! + i),
+    );
     sse.close();
   });
 

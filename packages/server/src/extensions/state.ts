@@ -35,6 +35,12 @@ export class SessionStore {
   private readonly order = new Set<SessionRecord>();
   /** Each record's key in `table`. */
   private readonly keys = new WeakMap<SessionRecord, string>();
+  /**
+   * The record `touch` returned last in this turn of the event loop: the lines of one chunk of
+   * agent output are mostly updates of one session, so the rest skip the lookups and the `changed`
+   * mark (the first made it; a checkpoint runs in a turn of its own, and `save` forgets the record).
+   */
+  private recent: SessionRecord | undefined;
 
   constructor(private readonly table?: StateTable<SessionRecord>) {
     if (!table) return;
@@ -48,6 +54,7 @@ export class SessionStore {
 
   /** Writes `record` now (a change the client made or must find after a crash). */
   save(record: SessionRecord): void {
+    if (record === this.recent) this.recent = undefined; // the write cleared its `changed` mark
     this.table?.set(this.keys.get(record)!, record);
   }
 
@@ -58,6 +65,8 @@ export class SessionStore {
 
   /** The record, created on first sight; marked changed (its caller updates it). */
   touch(agentId: string, sessionId: string): SessionRecord {
+    const recent = this.recent;
+    if (recent !== undefined && recent.sessionId === sessionId && recent.agentId === agentId) return recent;
     let record = this.byAgent.get(agentId)?.get(sessionId);
     if (!record) {
       const now = Date.now();
@@ -75,7 +84,11 @@ export class SessionStore {
       this.add(record, `${agentId}/${sessionId}`);
       this.save(record);
       if (this.order.size > MAX_RECORDS) this.evictOldest();
-    } else this.changed(record);
+    }
+    // Marked even when just saved: the caller updates it after this.
+    this.changed(record);
+    if (recent === undefined) queueMicrotask(() => (this.recent = undefined));
+    this.recent = record;
     return record;
   }
 
@@ -89,6 +102,7 @@ export class SessionStore {
 
   private evictOldest(): void {
     const oldest = this.order.values().next().value!;
+    if (oldest === this.recent) this.recent = undefined;
     this.order.delete(oldest);
     this.byAgent.get(oldest.agentId)?.delete(oldest.sessionId);
     this.table?.delete(this.keys.get(oldest)!);

@@ -28,7 +28,7 @@ import type { RuntimeLimits } from "./options.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 import { Outbound, type OutboundReader, type ReaderListener } from "./outbound.js";
 
-export type { EventBatch } from "./event-log.js";
+export { batchLength, eventBytes, type EventBatch } from "./event-log.js";
 export type { OutboundReader, ReaderListener } from "./outbound.js";
 
 export type ConnectionState = "initializing" | "open" | "ended" | "closed";

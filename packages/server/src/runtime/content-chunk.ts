@@ -14,7 +14,7 @@
  * an extra key took 1.5 s, and real agents add `_meta` to long history chunks).
  */
 const TEXT_CHUNK_LINE = new RegExp(
-  String.raw`^\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"([^"\\\u0000-\u001f]+)",` +
+  String.raw`^\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"[^"\\\u0000-\u001f]+",` +
     String.raw`"update":\{"sessionUpdate":"(?:agent_message_chunk|agent_thought_chunk|user_message_chunk)",` +
     String.raw`"content":\{"type":"text","text":"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"\}\}\}\}$`,
 );
@@ -25,7 +25,22 @@ const TEXT_CHUNK_LINE = new RegExp(
  */
 export const MAX_TEXT_CHUNK_LINE = 64 * 1024;
 
+/** Where a text chunk's session id starts. */
+const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'.length;
+
+/** The session id the previous text chunk named, as a string of its own. */
+let lastSession = "";
+
 /** The session id of a text-chunk notification line in canonical form; `undefined` for any other line. */
 export function textChunkSession(line: string): string | undefined {
-  return line.length > MAX_TEXT_CHUNK_LINE ? undefined : TEXT_CHUNK_LINE.exec(line)?.[1];
+  if (line.length > MAX_TEXT_CHUNK_LINE || !TEXT_CHUNK_LINE.test(line)) return undefined;
+  // The id has no `"` (nor escapes): it ends at the next one.
+  const end = line.indexOf('"', SESSION_ID_AT);
+  if (end - SESSION_ID_AT === lastSession.length && line.startsWith(lastSession, SESSION_ID_AT))
+    return lastSession;
+  // Cut from the line it would be a view of it, and the line a view of the agent's whole output
+  // chunk (`line-splitter.ts`): kept in a session record, it would keep that chunk alive. The copy
+  // is made once for a run of chunks of one session.
+  lastSession = ` ${line.slice(SESSION_ID_AT, end)}`.slice(1);
+  return lastSession;
 }

@@ -1,5 +1,5 @@
 import { CorruptLogError } from "../store/event-store.js";
-import type { EventBatch, EventLog } from "./event-log.js";
+import { batchLength, type EventBatch, type EventLog } from "./event-log.js";
 
 /** What a transport is told about its reader. */
 export interface ReaderListener {
@@ -17,7 +17,10 @@ export interface ReaderListener {
 export interface OutboundReader {
   /** Sequence number of the last event read (the cursor the reader was opened at, at first). */
   readonly cursor: number;
-  /** The next events after the cursor, about `maxBytes` of them (at least one); undefined when none is ready. */
+  /**
+   * The next events after the cursor, about `maxBytes` of them (at least one); undefined when none
+   * is ready. The batch's bytes are valid until the transport returns (see `EventBatch`).
+   */
   read(maxBytes: number): EventBatch | undefined;
   /** The connection ended and every event was read: nothing more will come. */
   readonly finished: boolean;
@@ -70,7 +73,7 @@ export class Outbound {
   append(data: string): void {
     if (this.closed) return;
     this.log.append(data);
-    this.updateBackpressure();
+    this.updateBackpressure(false);
     this.scheduleCommit();
   }
 
@@ -153,9 +156,9 @@ export class Outbound {
       if (reader.cursor < this.log.oldestCursor) this.endReader(reader);
       return undefined;
     }
-    reader.cursor = batch.first + batch.data.length - 1;
+    reader.cursor = batch.first + batchLength(batch) - 1;
     this.log.markWritten(reader.cursor);
-    this.updateBackpressure();
+    this.updateBackpressure(true);
     return batch;
   }
 
@@ -176,7 +179,8 @@ export class Outbound {
     this.options.readerChanged();
   }
 
-  private updateBackpressure(): void {
+  /** `progress`: the reader just read (the stall clock restarts); else an event was appended. */
+  private updateBackpressure(progress: boolean): void {
     const { maxBufferedBytes, stallMs } = this.options;
     const pending = this.log.unwrittenBytes;
     if (!this.paused && pending > maxBufferedBytes) {
@@ -187,7 +191,9 @@ export class Outbound {
       this.options.resume();
     }
     if (this.paused) {
-      // Restarted on every call that made progress; fires only when the reader stays stuck.
+      // Restarted when the reader made progress, so it fires only when the reader stays stuck; not
+      // on every event appended while paused (the rest of the agent's chunk), a timer each.
+      if (!progress && this.stallTimer !== undefined) return;
       clearTimeout(this.stallTimer);
       this.stallTimer = setTimeout(() => this.options.stalled(pending), stallMs);
       this.stallTimer.unref();

@@ -1,10 +1,7 @@
+import { emptyBatch, pushEvent, type EventBatch } from "./event-batch.js";
 import { FRAME_HEADER_BYTES, RECORD_HEADER_BYTES, sealFrame } from "./frames.js";
 
-/** Consecutive events: `data[i]` has sequence number `first + i`. */
-export interface EventBatch {
-  first: number;
-  data: string[];
-}
+export type { EventBatch } from "./event-batch.js";
 
 export interface WindowLimits {
   /** Events kept, by count… */
@@ -52,6 +49,8 @@ export class ByteWindow {
   private next: number;
   /** Bytes used in all slabs; the window's size is this less what precedes `first` in the oldest slab. */
   private usedBytes = 0;
+  /** Events after this seq are kept by `trim` (`hold`). */
+  private held = Infinity;
 
   constructor(
     private readonly limits: WindowLimits,
@@ -117,20 +116,37 @@ export class ByteWindow {
     for (const slab of this.slabs) slab.taken = slab.used;
   }
 
-  /** Events after `cursor`, about `maxBytes` of them (at least one); undefined if `cursor + 1` is older than the window. */
-  read(cursor: number, maxBytes: number): EventBatch | undefined {
+  /**
+   * Events after `cursor` (up to `last`), about `maxBytes` of them (at least one), as views of the
+   * slabs; undefined if `cursor + 1` is older than the window.
+   */
+  read(cursor: number, maxBytes: number, last = this.next - 1): EventBatch | undefined {
     const first = cursor + 1;
     if (first < this.first) return undefined;
-    const data: string[] = [];
-    let bytes = 0;
-    for (let seq = first; seq < this.next && (data.length === 0 || bytes < maxBytes); seq++) {
+    const batch = emptyBatch(first);
+    let seq = first;
+    const end = Math.min(last + 1, this.next);
+    while (seq < end && (seq === first || batch.bytes < maxBytes)) {
       const slab = this.slabOf(seq)!;
-      const at = slab.offsets[seq - slab.firstSeq]!;
-      const length = slab.buf.readUInt32LE(at);
-      data.push(slab.buf.toString("utf8", at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length));
-      bytes += length;
+      const { buf, offsets } = slab;
+      const slabEnd = Math.min(end, slab.firstSeq + slab.count);
+      for (; seq < slabEnd && (seq === first || batch.bytes < maxBytes); seq++) {
+        const at = offsets[seq - slab.firstSeq]! + RECORD_HEADER_BYTES;
+        pushEvent(batch, buf, at, at + buf.readUInt32LE(at - RECORD_HEADER_BYTES));
+      }
     }
-    return { first, data };
+    return batch;
+  }
+
+  /**
+   * Events after `seq` are owed to a reader: `trim` keeps them whatever the limits (the producer
+   * is paused while they exceed its bound, so this holds no more than the backpressure allows).
+   * Those the reader just got are trimmed now, as they would have been when appended.
+   */
+  hold(seq: number): void {
+    const moved = seq > this.held;
+    this.held = seq;
+    if (moved) this.trim();
   }
 
   private fits(slab: Slab, dataBytes: number): boolean {
@@ -199,8 +215,9 @@ export class ByteWindow {
   private keptFrom(slab: Slab, end: number): number {
     const { maxEvents, maxBytes } = this.limits;
     const at = (seq: number) => slab.offsets[seq - slab.firstSeq]!;
-    let to = Math.min(end, Math.max(this.first, this.next - maxEvents));
-    while (to < end && this.usedBytes - at(to) > maxBytes) to++;
+    const limit = Math.min(end, this.held + 1);
+    let to = Math.min(limit, Math.max(this.first, this.next - maxEvents));
+    while (to < limit && this.usedBytes - at(to) > maxBytes) to++;
     if (this.sealFrames) while (to > this.first && at(to - 1) >= slab.taken) to--;
     return to;
   }

@@ -56,6 +56,11 @@ export interface ConnectionLog {
    * undefined when there is none. Throws `CorruptLogError` when a segment on disk is unreadable.
    */
   read(cursor: number, maxBytes: number): EventBatch | undefined;
+  /**
+   * Events after `seq` were not read yet: they stay in memory past the replay limits, so that a
+   * reader that fell behind reads them without going to disk (and, in memory, at all).
+   */
+  hold(seq: number): void;
   /** Forgets every event up to `seq` (they were found unreadable). */
   dropThrough(seq: number): void;
   /** Releases the log's file (shutdown); it is kept. */
@@ -133,6 +138,10 @@ class MemoryLog implements ConnectionLog {
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
     return cursor >= this.durableSeq ? undefined : this.window.read(cursor, maxBytes);
+  }
+
+  hold(seq: number): void {
+    this.window.hold(seq);
   }
 
   dropThrough(): void {}
@@ -390,14 +399,13 @@ class DiskLog implements ConnectionLog {
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
     if (cursor >= this.durable) return undefined;
-    const batch =
-      cursor + 1 >= this.window.firstSeq
-        ? this.window.read(cursor, maxBytes)
-        : this.files.read(cursor, maxBytes, this.durable);
-    if (batch === undefined) return undefined;
-    const over = batch.first + batch.data.length - 1 - this.durable;
-    if (over > 0) batch.data.length -= over;
-    return batch;
+    return cursor + 1 >= this.window.firstSeq
+      ? this.window.read(cursor, maxBytes, this.durable)
+      : this.files.read(cursor, maxBytes, this.durable);
+  }
+
+  hold(seq: number): void {
+    this.window.hold(seq);
   }
 
   dropThrough(seq: number): void {

@@ -74,16 +74,3 @@ export function readFrame(
   if (checksum(buf, start, start + bytes) !== buf.readUInt32LE(start + 12)) return "invalid";
   return { count, payloadBytes, timeMs: buf.readDoubleLE(start + 16), bytes };
 }
-
-/** The events of the valid frame at `start` (see `readFrame`), as strings. */
-export function frameEvents(buf: Buffer, start: number, frame: FrameInfo): string[] {
-  const events: string[] = [];
-  let at = start + FRAME_HEADER_BYTES;
-  for (let i = 0; i < frame.count; i++) {
-    const length = buf.readUInt32LE(at);
-    at += RECORD_HEADER_BYTES;
-    events.push(buf.toString("utf8", at, at + length));
-    at += length;
-  }
-  return events;
-}

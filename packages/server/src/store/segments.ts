@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { EventBatch } from "./byte-window.js";
+import { batchLength, emptyBatch, pushEvent, type EventBatch } from "./event-batch.js";
 import {
   FRAME_HEADER_BYTES,
-  frameEvents,
   readFrame,
+  RECORD_HEADER_BYTES,
   readSegmentHeader,
   SEGMENT_HEADER_BYTES,
   segmentHeader,
@@ -210,11 +210,10 @@ export class SegmentFiles {
     const segment = this.segments[at]!;
     const end = at + 1 < this.segments.length ? this.segments[at + 1]!.firstSeq : this.next;
     let [seq, offset] = this.seek(segment, first);
-    const data: string[] = [];
-    let bytes = 0;
+    const batch = emptyBatch(first);
     let buf: Buffer = Buffer.alloc(0);
     let bufStart = offset;
-    while (seq < end && seq <= last && (data.length === 0 || bytes < maxBytes)) {
+    while (seq < end && seq <= last && (batchLength(batch) === 0 || batch.bytes < maxBytes)) {
       let frame = readFrame(buf, offset - bufStart);
       if (frame === "incomplete") {
         bufStart = offset;
@@ -231,17 +230,21 @@ export class SegmentFiles {
       }
       if (typeof frame === "string") throw new CorruptLogError(segment.file, offset, end - 1);
       if (seq + frame.count > first) {
-        const events = frameEvents(buf, offset - bufStart, frame);
-        for (let i = Math.max(0, first - seq); i < events.length && seq + i <= last; i++) {
-          if (data.length > 0 && bytes >= maxBytes) break;
-          data.push(events[i]!);
-          bytes += events[i]!.length;
+        let at = offset - bufStart + FRAME_HEADER_BYTES;
+        for (let i = 0; i < frame.count && seq + i <= last; i++) {
+          const length = buf.readUInt32LE(at);
+          at += RECORD_HEADER_BYTES;
+          if (seq + i >= first) {
+            if (batchLength(batch) > 0 && batch.bytes >= maxBytes) break;
+            pushEvent(batch, buf, at, at + length);
+          }
+          at += length;
         }
       }
       seq += frame.count;
       offset += frame.bytes;
     }
-    return data.length === 0 ? undefined : { first, data };
+    return batchLength(batch) === 0 ? undefined : batch;
   }
 
   /**

@@ -10,7 +10,12 @@ import type { Connection } from "../runtime/connection.js";
  * and its sequence number.
  */
 export function eventId(epoch: string, seq: number): string {
-  return `${epoch}.${seq}`;
+  return `${eventIdPrefix(epoch)}${seq}`;
+}
+
+/** What every event id of `epoch` starts with: an id is this and its seq in decimal (`eventId`). */
+export function eventIdPrefix(epoch: string): string {
+  return `${epoch}.`;
 }
 
 const EVENT_ID = /^([0-9a-f]{8})\.(\d{1,15})$/;

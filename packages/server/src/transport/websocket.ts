@@ -35,7 +35,13 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
-import { AgentUnavailableError, type Connection, type OutboundReader } from "../runtime/connection.js";
+import {
+  AgentUnavailableError,
+  batchLength,
+  eventBytes,
+  type Connection,
+  type OutboundReader,
+} from "../runtime/connection.js";
 import { endedProblem, lookup, startConnection, type RpcDeps } from "./connect.js";
 import { cursorOf, eventId } from "./event-ids.js";
 import { connectionIdHeaders, connectionIdOf, lastEventIdOf } from "./headers.js";
@@ -55,6 +61,8 @@ const HIGH_WATER_BYTES = 1024 * 1024;
 const MAX_WAITING_FRAMES = 64;
 /** How long a peer has to answer the close handshake. */
 const CLOSE_TIMEOUT_MS = 1_000;
+/** Events go out as text frames, also when sent as bytes. */
+const TEXT_FRAME = { binary: false } as const;
 
 /**
  * Close codes. 1000: the connection ended and every event was delivered; 1012 (service restart):
@@ -281,9 +289,11 @@ class RpcSocket {
     while (this.ready) {
       const batch = reader.read(WRITE_BATCH_BYTES);
       if (batch === undefined) break;
-      const last = batch.data.length - 1;
-      for (let i = 0; i < last; i++) this.ws.send(batch.data[i]!);
-      this.ws.send(batch.data[last]!, () => this.pump());
+      // Each event's bytes, copied (the batch only lends them), as a text frame: no decoding and
+      // encoding again.
+      const last = batchLength(batch) - 1;
+      for (let i = 0; i < last; i++) this.ws.send(eventBytes(batch, i), TEXT_FRAME);
+      this.ws.send(eventBytes(batch, last), TEXT_FRAME, () => this.pump());
     }
   }
 
