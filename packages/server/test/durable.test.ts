@@ -94,6 +94,37 @@ describe("durable connections: the event log survives a server restart", () => {
     }
   });
 
+  it("a request acknowledged (202) and killed before any output: answered with server_restarted; quick answers write no index line", async () => {
+    // A grace no echo exceeds, even on a busy machine; the silent request's 202 comes after it.
+    const s = setup({ config: { limits: { acceptGraceMs: 1000 } } });
+    let server = await serve(s);
+    try {
+      const { conn, sse, sessionId } = await openSession(server);
+      // Answered within the acknowledgement's grace: neither its arrival nor its answer is journaled.
+      // (Counters and tail marks are written with the checkpoint, about once a second: not counted.)
+      const journal = path.join(s.dataDir, "event-log", "index.journal");
+      const records = () =>
+        readFileSync(journal, "utf8")
+          .split("\n")
+          .filter((line) => line.startsWith('["connections"'));
+      const before = records().length;
+      for (let i = 0; i < 20; i++) await conn.prompt(sse, sessionId, `echo ${i}`);
+      assert.equal(records().length, before, records().join("\n"));
+      // Silent past the grace: recorded in flight before the 202, so a kill right after it still gets an answer.
+      const promptId = await conn.send("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: "sleep 600000" }],
+      });
+      await kill(server, "SIGKILL", sse);
+      server = await serve(s);
+      const again = conn.on(server);
+      const answer = await answerTo(await again.openSse(sse.lastId()), promptId);
+      assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("a torn tail (a write cut short) is cut off and reported; the log continues after the last whole event", async () => {
     const s = setup();
     let server = await serve(s);

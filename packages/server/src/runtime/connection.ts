@@ -108,7 +108,10 @@ export interface ConnectionOptions {
   observer?: ConnectionObserver;
   /** Called once the connection is closed for good, so the registry can forget it. */
   onClosed: (conn: Connection) => void;
-  /** Called when what `record()` returns changed (sessions, requests in flight, the ending). */
+  /**
+   * Called when what `record()` returns changed (sessions, requests in flight, the ending);
+   * undefined when nothing survives a restart (no record is kept, `accepted` does not wait).
+   */
   persist?: (conn: Connection) => void;
   /** Called when a recovered connection started its agent again. */
   agentStarted?: (conn: Connection) => void;
@@ -145,6 +148,10 @@ export class Connection implements ConnectionApi {
   /** Sessions being re-attached after a restart: the history the agent replays is not delivered again. */
   private readonly reattaching = new Set<string>();
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
+  /** The keys of `pendingClient` the record last written holds: only their answers change it. */
+  private recordedPending = new Set<string>();
+  /** Acknowledgements (`accepted`) waiting for their request's answer, by id key. */
+  private readonly acks = new Map<string, { resolve: () => void; timer: NodeJS.Timeout }>();
   /** Agent requests sent to the client and not answered yet, by id key. */
   private readonly pendingAgent = new Map<
     string,
@@ -461,8 +468,12 @@ export class Connection implements ConnectionApi {
     }
   }
 
-  /** Accepts one client message; resolves once it is queued to the agent in acceptance order. */
-  async receive(message: JsonRpcMessage, raw: string): Promise<void> {
+  /**
+   * Accepts one client message; resolves once it is queued to the agent in acceptance order. A
+   * request is recorded in flight at once, unless `acknowledged`: the transport tells the client
+   * the request was accepted only once `accepted()` resolves, which records it if need be.
+   */
+  async receive(message: JsonRpcMessage, raw: string, acknowledged = false): Promise<void> {
     this.lastActivity = Date.now();
     for (const ext of this.options.extensions) {
       // Awaited only when it is a promise: an `await` per extension was a microtask hop each on every request.
@@ -485,9 +496,60 @@ export class Connection implements ConnectionApi {
     const agent = this.agent ?? (await this.running());
     if (kind === "request") {
       this.pendingClient.set(idKey(message.id as JsonRpcId), message);
-      this.persist();
+      if (!acknowledged) this.persist();
     }
     await agent.write(raw);
+  }
+
+  /**
+   * Resolves once the client may be told that request `id` was accepted (HTTP: the 202), that is
+   * once a restart could no longer leave it unanswered: its answer is in the event log, or it is
+   * recorded in flight (a restarted server then answers it with a `server_restarted` error).
+   * The acknowledgement waits for the answer up to `limits.acceptGraceMs`, and only a request
+   * still unanswered then is recorded: so a request answered quickly (an echo, a `session/new`)
+   * costs no write of the record, neither when it arrives nor when it is answered; a slow one
+   * has its 202 at most that much later. Cheaper ways are not correct: recording it lazily
+   * (with the next commit, say) leaves a window in which the client holds a 202 for a request no
+   * disk knows of, and a crash then leaves it waiting forever; and the event log cannot tell which
+   * requests were in flight, since it holds what the client is sent, not what it sent. A client
+   * whose POST fails before the 202 knows its request's fate is unknown (it is told the connection
+   * was lost, see the client's `post`), as if the server had never read it. Undefined: nothing to
+   * wait for (no record is kept, or the request is already recorded).
+   */
+  accepted(id: JsonRpcId): Promise<void> | undefined {
+    if (this.options.persist === undefined) return undefined;
+    const key = idKey(id);
+    if (!this.pendingClient.has(key)) {
+      // Answered already (or by an extension): acknowledged once that answer is written.
+      return new Promise((resolve) => this.outbound.afterCommit(resolve));
+    }
+    if (this.recordedPending.has(key) || this.state !== "open") return undefined;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.acks.delete(key);
+        if (this.pendingClient.has(key) && !this.recordedPending.has(key)) this.persist();
+        resolve();
+      }, this.options.limits.acceptGraceMs);
+      this.acks.set(key, { resolve, timer });
+    });
+  }
+
+  /** The request's answer was appended: its acknowledgement goes once the answer is written. */
+  private answered(key: string): void {
+    const ack = this.acks.get(key);
+    if (ack === undefined) return;
+    this.acks.delete(key);
+    clearTimeout(ack.timer);
+    this.outbound.afterCommit(ack.resolve);
+  }
+
+  /** Every waiting acknowledgement goes now (the connection is closed, or its record written). */
+  private releaseAcks(): void {
+    for (const { resolve, timer } of this.acks.values()) {
+      clearTimeout(timer);
+      resolve();
+    }
+    this.acks.clear();
   }
 
   /** Whether a client request with this id is still waiting for the agent. */
@@ -563,10 +625,18 @@ export class Connection implements ConnectionApi {
     };
   }
 
-  /** Writes the record now: a request in flight is recorded before the agent can see it. */
+  /** Writes the record now (requests in flight: see `accepted`). */
   private persist(): void {
-    if (this.initializeRequest !== undefined && this.state !== "closed" && this.state !== "initializing")
-      this.options.persist?.(this);
+    const { persist } = this.options;
+    if (
+      persist === undefined ||
+      this.initializeRequest === undefined ||
+      this.state === "closed" ||
+      this.state === "initializing"
+    )
+      return;
+    this.recordedPending = new Set(this.pendingClient.keys());
+    persist(this);
   }
 
   /** Writes the record once the events appended in this turn are: an answer recorded is an answer logged. */
@@ -635,6 +705,9 @@ export class Connection implements ConnectionApi {
    */
   async suspend(): Promise<void> {
     if (this.state === "closed") return;
+    // Requests whose acknowledgement is still waiting are recorded, then acknowledged: the next run answers them.
+    if (this.acks.size > 0) this.persist();
+    this.releaseAcks();
     this.state = "closed";
     clearTimeout(this.endedTimer);
     this.agent?.discardOutput();
@@ -664,6 +737,7 @@ export class Connection implements ConnectionApi {
       this.options.onClosed(this);
       this.outbound.close();
       this.options.log.remove();
+      this.releaseAcks();
       this.markClosed();
       if (previous === "open")
         for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
@@ -725,8 +799,10 @@ export class Connection implements ConnectionApi {
       const request = this.pendingClient.get(key);
       if (!request) return undefined;
       this.pendingClient.delete(key);
+      this.answered(key);
       this.trackSession(request, message);
-      this.persistAfterCommit();
+      // The record changes only if it held the request (it was not answered within `accepted`'s grace).
+      if (this.recordedPending.delete(key)) this.persistAfterCommit();
       let changed = false;
       for (const ext of this.options.extensions) {
         const seen = ext.agentResponse?.(message, request, this);
@@ -820,8 +896,9 @@ export class Connection implements ConnectionApi {
     const data = { reason: ending.reason, ...ending.data };
     this.ending = { ...ending, data };
     this.failServerRequests(ending.message);
-    for (const request of this.pendingClient.values()) {
+    for (const [key, request] of this.pendingClient) {
       this.emit(errorResponse(request.id as JsonRpcId, -32603, ending.message, data));
+      this.answered(key);
     }
     this.pendingClient.clear();
     for (const ext of this.options.extensions) ext.sessionsEnded?.(this, this.exit);

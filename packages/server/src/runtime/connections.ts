@@ -138,9 +138,12 @@ export class ConnectionRegistry {
         this.connections.delete(c.id);
         this.records.delete(c.id);
       },
-      persist: (c) => {
-        if (this.connections.get(c.id) === c) this.records.set(c.id, c.record());
-      },
+      // In memory no record outlives the process: none is written on every request.
+      persist: this.options.store.durable
+        ? (c) => {
+            if (this.connections.get(c.id) === c) this.records.set(c.id, c.record());
+          }
+        : undefined,
       agentStarted: (c) => this.track(c),
     };
   }

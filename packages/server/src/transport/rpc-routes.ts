@@ -55,18 +55,22 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
   if (conn.state === "ended") throw endedProblem(conn);
   checkSessionHeader(sessionHeaderOf(req), message);
   checkProtocolVersion(protocolVersionHeaderOf(req), conn);
-  if (kindOf(message) === "request" && conn.isPending(message.id!)) {
+  const request = kindOf(message) === "request";
+  if (request && conn.isPending(message.id!)) {
     throw problems.badRequest(
       `Request id ${JSON.stringify(message.id)} is already in flight on this connection.`,
     );
   }
   try {
-    await conn.receive(message, line);
+    await conn.receive(message, line, request);
   } catch (error) {
     // A recovered connection whose agent could not be started again: it ended, and says why.
     if (error instanceof AgentUnavailableError) throw endedProblem(conn);
     throw error;
   }
+  // The 202 promises an answer, even across a restart: it waits until one is sure (`accepted`).
+  const accepted = request ? conn.accepted(message.id!) : undefined;
+  if (accepted !== undefined) await accepted;
   res.writeHead(202).end();
 }
 
