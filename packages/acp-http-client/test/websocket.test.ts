@@ -90,6 +90,35 @@ describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server",
     }
   });
 
+  it("a message written while the socket is closing waits for the resume instead of being dropped", async () => {
+    const sockets: WebSocket[] = [];
+    class Recorded extends WebSocket {
+      constructor(...args: ConstructorParameters<typeof WebSocket>) {
+        super(...args);
+        sockets.push(this);
+      }
+    }
+    const client = new AcpHttpClient({
+      baseUrl: server.baseUrl,
+      token: TOKEN,
+      transport: "websocket",
+      WebSocket: Recorded as unknown as WebSocketConstructor,
+      requestTimeoutMs: 30_000,
+      reconnect: { initialDelayMs: 50, maxAttempts: 5 },
+    });
+    clients.push(client);
+    await client.initialize(initParams());
+    const chunks = collectChunks(client);
+    const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    // A close the server answers before the client handles it (code 3000: a drop, resumed).
+    sockets.at(-1)!.close(3000);
+    assert.equal(sockets.at(-1)!.readyState, WebSocket.CLOSING);
+    const turn = await client.prompt({ sessionId, prompt: text("chunks 3") });
+    assert.equal(turn.stopReason, "end_turn");
+    assert.deepEqual(chunks, ["chunk 1 ", "chunk 2 ", "chunk 3 "]);
+    assert.equal(sockets.length, 2, "resumed on a new socket");
+  });
+
   it("reports each counted event id, refuses attach, and detaches without ending the connection", async () => {
     const ids: string[] = [];
     const envelopeIds: string[] = [];
