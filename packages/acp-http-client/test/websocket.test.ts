@@ -17,12 +17,12 @@ describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server",
     await server.stop();
   });
 
-  function connect(baseUrl: string): AcpHttpClient {
+  function connect(baseUrl: string, Socket = WebSocket as unknown as WebSocketConstructor): AcpHttpClient {
     const client = new AcpHttpClient({
       baseUrl,
       token: TOKEN,
       transport: "websocket",
-      WebSocket: WebSocket as unknown as WebSocketConstructor,
+      WebSocket: Socket,
       requestTimeoutMs: 30_000,
       reconnect: { initialDelayMs: 50, maxAttempts: 5 },
     });
@@ -98,15 +98,7 @@ describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server",
         sockets.push(this);
       }
     }
-    const client = new AcpHttpClient({
-      baseUrl: server.baseUrl,
-      token: TOKEN,
-      transport: "websocket",
-      WebSocket: Recorded as unknown as WebSocketConstructor,
-      requestTimeoutMs: 30_000,
-      reconnect: { initialDelayMs: 50, maxAttempts: 5 },
-    });
-    clients.push(client);
+    const client = connect(server.baseUrl, Recorded as unknown as WebSocketConstructor);
     await client.initialize(initParams());
     const chunks = collectChunks(client);
     const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
