@@ -111,9 +111,22 @@ class WebSocketTransport {
       this.initializeId = message.id;
       this.opened = this.open();
     }
-    const socket = await this.opened;
-    if (this.isClosed) throw new Error("acp-http-client: stream is closed");
-    socket.send(JSON.stringify(message));
+    (await this.openSocket()).send(JSON.stringify(message));
+  }
+
+  /**
+   * The socket to write to, once open. A socket that is closing (the server went away and its
+   * close is not handled yet) would drop the message without a word, so the write waits for the
+   * resume that the close starts, and goes on the new socket.
+   */
+  private async openSocket(): Promise<WebSocketLike> {
+    for (;;) {
+      const socket = await this.opened!;
+      if (this.isClosed) throw new Error("acp-http-client: stream is closed");
+      if (socket.readyState === OPEN) return socket;
+      if (this.socket === socket)
+        await new Promise<void>((resolve) => socket.addEventListener("close", () => resolve()));
+    }
   }
 
   /** Opens a socket: a new connection, or a resume of ours after the last event we got. */

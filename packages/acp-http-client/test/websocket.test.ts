@@ -17,12 +17,12 @@ describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server",
     await server.stop();
   });
 
-  function connect(baseUrl: string): AcpHttpClient {
+  function connect(baseUrl: string, Socket = WebSocket as unknown as WebSocketConstructor): AcpHttpClient {
     const client = new AcpHttpClient({
       baseUrl,
       token: TOKEN,
       transport: "websocket",
-      WebSocket: WebSocket as unknown as WebSocketConstructor,
+      WebSocket: Socket,
       requestTimeoutMs: 30_000,
       reconnect: { initialDelayMs: 50, maxAttempts: 5 },
     });
@@ -88,6 +88,27 @@ describe("AcpHttpClient over a WebSocket (transport: websocket) ↔ our server",
     } finally {
       await proxy.stop();
     }
+  });
+
+  it("a message written while the socket is closing waits for the resume instead of being dropped", async () => {
+    const sockets: WebSocket[] = [];
+    class Recorded extends WebSocket {
+      constructor(...args: ConstructorParameters<typeof WebSocket>) {
+        super(...args);
+        sockets.push(this);
+      }
+    }
+    const client = connect(server.baseUrl, Recorded as unknown as WebSocketConstructor);
+    await client.initialize(initParams());
+    const chunks = collectChunks(client);
+    const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    // A close the server answers before the client handles it (code 3000: a drop, resumed).
+    sockets.at(-1)!.close(3000);
+    assert.equal(sockets.at(-1)!.readyState, WebSocket.CLOSING);
+    const turn = await client.prompt({ sessionId, prompt: text("chunks 3") });
+    assert.equal(turn.stopReason, "end_turn");
+    assert.deepEqual(chunks, ["chunk 1 ", "chunk 2 ", "chunk 3 "]);
+    assert.equal(sockets.length, 2, "resumed on a new socket");
   });
 
   it("reports each counted event id, refuses attach, and detaches without ending the connection", async () => {

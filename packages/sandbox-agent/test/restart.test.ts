@@ -64,6 +64,11 @@ describe("a server restart under a client", () => {
         const exited = new Promise((resolve) => server.process.once("exit", resolve));
         server.process.kill(signal);
         await exited;
+        // The kernel closed the server's sockets before it reported the exit; one turn of the event
+        // loop lets the client read that, so the prompt below is written after the drop was seen.
+        // (Written in the instant the server dies, over a WebSocket it would be lost: see the
+        // acp-http-client README.)
+        await new Promise((resolve) => setImmediate(resolve));
         // Sent while nothing listens: the POST is refused, and sent again once the server is back.
         const next = client.prompt({ sessionId, prompt: "echo after the restart" });
         server = await serve();

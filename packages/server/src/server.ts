@@ -151,7 +151,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const loadExtensions = () =>
     (extensions ??= import("./extensions/index.js").then((m) => [
       advertisementRecorder(options.dataDir),
-      ...m.sandboxExtensions({ logger, processes, fsRoot, workdir, sessions: store.table("sessions") }),
+      ...m.sandboxExtensions({
+        logger,
+        processes,
+        fsRoot,
+        workdir,
+        sessions: store.table("sessions"),
+        connections: store.table("connectionState"),
+      }),
     ]));
 
   const launchOptions = {

@@ -4,7 +4,7 @@ import type { ProcessManager } from "../processes/manager.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
 import { ClientCapabilitiesExtension } from "./client-capabilities.js";
 import { SandboxExtension } from "./sandbox-extension.js";
-import type { SessionRecord } from "./state.js";
+import type { SavedConnectionState, SessionRecord } from "./state.js";
 import type { StateTable } from "../store/event-store.js";
 
 export interface ExtensionDeps {
@@ -17,13 +17,15 @@ export interface ExtensionDeps {
   workdir: string;
   /** Where session records (metadata, counts) are kept: on disk with a data directory. */
   sessions?: StateTable<SessionRecord>;
+  /** Where each connection's muted sessions and agent-reported model/mode are kept until it closes. */
+  connections?: StateTable<SavedConnectionState>;
 }
 
 /** The Sandbox extensions (`_sandboxagent/*`, `_meta["sandboxagent.dev"]`) attached to every connection. */
 export function sandboxExtensions(deps: ExtensionDeps): ConnectionExtension[] {
   const fsRoot = { configured: deps.fsRoot, root: new FsRoot(deps.fsRoot) };
   return [
-    new SandboxExtension(deps.logger, deps.sessions),
+    new SandboxExtension(deps.logger, { sessions: deps.sessions, connections: deps.connections }),
     new ClientCapabilitiesExtension(
       { processes: deps.processes, fsRoot, workdir: deps.workdir },
       deps.logger,

@@ -104,6 +104,7 @@ function detach(ctx: MethodContext, params: unknown): Record<string, never> {
   const { sessionId } = sessionParams(METHODS.detach, params);
   const record = knownSession(ctx, sessionId);
   ctx.state.muted.add(sessionId);
+  ctx.state.save();
   cancelPermissions(ctx, sessionId);
   record.updatedMs = Date.now();
   ctx.store.changed(record);
@@ -118,6 +119,7 @@ async function terminate(ctx: MethodContext, params: unknown): Promise<Record<st
   void ctx.conn.forward({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
   cancelPermissions(ctx, sessionId);
   ctx.state.muted.add(sessionId);
+  ctx.state.save();
   const close = ctx.state.agentCloses ? ctx.conn.request("session/close", { sessionId }) : undefined;
   record.ended = true;
   record.updatedMs = Date.now();
@@ -185,6 +187,7 @@ export async function applyToAgent(
       );
     } else absorbSwitch(agentState, s.method, s.params, response.result);
   }
+  if (switches.length > 0) ctx.state.save();
   if (failure) throw failure;
 }
 

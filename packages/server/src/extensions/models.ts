@@ -122,17 +122,22 @@ export function absorbSwitch(
   }
 }
 
-/** Keeps the tracked config options/mode in step with the agent's `session/update`s. */
+/** Keeps the tracked config options/mode in step with the agent's `session/update`s; true when they changed. */
 export function absorbUpdate(
   conn: ConnectionState,
   sessionId: string,
   update: Record<string, unknown>,
-): void {
+): boolean {
   // Runs for every update; streamed content (nearly all of them) must not even look the session up.
   if (update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
     conn.agentState(sessionId).configOptions = update.configOptions;
-  } else if (update.sessionUpdate === "current_mode_update") {
-    const state = conn.agentState(sessionId);
-    if (state.modes) state.modes = { ...state.modes, currentModeId: update.currentModeId };
+    return true;
   }
+  if (update.sessionUpdate === "current_mode_update") {
+    const state = conn.agentState(sessionId);
+    if (!state.modes) return false;
+    state.modes = { ...state.modes, currentModeId: update.currentModeId };
+    return true;
+  }
+  return false;
 }

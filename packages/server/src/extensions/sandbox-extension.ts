@@ -24,10 +24,11 @@ import { advertiseExtensions } from "./advertise.js";
 import { describeRecord, fallbackList, mergeIntoAgentList } from "./session-list.js";
 import type { StateTable } from "../store/event-store.js";
 import {
+  ConnectionState,
   ConnectionStates,
   SessionStore,
   type AgentSessionState,
-  type ConnectionState,
+  type SavedConnectionState,
   type SessionRecord,
 } from "./state.js";
 
@@ -37,13 +38,17 @@ const ATTACHES = new Set(["session/load", "session/resume"]);
 /** `_sandboxagent/*` methods and `_meta["sandboxagent.dev"]` handling; see the README's "Sandbox extensions". */
 export class SandboxExtension implements ConnectionExtension {
   private readonly store: SessionStore;
-  private readonly states = new ConnectionStates();
+  private readonly states: ConnectionStates;
 
   constructor(
     private readonly logger: Logger,
-    sessions?: StateTable<SessionRecord>,
+    tables: {
+      sessions?: StateTable<SessionRecord> | undefined;
+      connections?: StateTable<SavedConnectionState> | undefined;
+    } = {},
   ) {
-    this.store = new SessionStore(sessions);
+    this.store = new SessionStore(tables.sessions);
+    this.states = new ConnectionStates(tables.connections);
   }
 
   initializeResult(result: Record<string, unknown>, conn: ConnectionApi): void {
@@ -78,7 +83,7 @@ export class SandboxExtension implements ConnectionExtension {
       return true;
     // Re-attach before the agent replays history, so the replay is delivered.
     const sessionId = sessionIdOf(message);
-    if (ATTACHES.has(method) && sessionId !== undefined) state.muted.delete(sessionId);
+    if (ATTACHES.has(method) && sessionId !== undefined && state.muted.delete(sessionId)) state.save();
     return false;
   }
 
@@ -125,10 +130,14 @@ export class SandboxExtension implements ConnectionExtension {
       return this.applyRequested(conn, state, sessionId, request, response);
     }
     const sessionId = sessionIdOf(request);
-    if (method === "session/set_config_option" && sessionId !== undefined)
+    if (method === "session/set_config_option" && sessionId !== undefined) {
       state.absorb(sessionId, response.result);
-    if ((method === "session/set_mode" || method === "session/set_model") && sessionId !== undefined)
+      state.save();
+    }
+    if ((method === "session/set_mode" || method === "session/set_model") && sessionId !== undefined) {
       absorbSwitch(state.agentState(sessionId), method, isObject(request.params) ? request.params : {}, {});
+      state.save();
+    }
     if (method === "session/list" && isObject(response.result))
       return mergeIntoAgentList(response.result, conn.agentId, this.store, state);
     return false;
@@ -154,6 +163,7 @@ export class SandboxExtension implements ConnectionExtension {
     this.store.save(record);
     state.seen.add(sessionId);
     state.absorb(sessionId, result);
+    state.save();
   }
 
   /**
@@ -207,6 +217,7 @@ export class SandboxExtension implements ConnectionExtension {
     const record = this.store.get(conn.agentId, sessionId);
     if (record) record.ended = true;
     state.seen.delete(sessionId);
+    state.save();
     conn.forgetSession(sessionId);
   }
 
@@ -251,7 +262,7 @@ export class SandboxExtension implements ConnectionExtension {
     const record = this.countEvent(conn, sessionId);
     const update = isObject(message.params) ? message.params.update : undefined;
     if (!isObject(update)) return;
-    absorbUpdate(state, sessionId, update);
+    if (absorbUpdate(state, sessionId, update)) state.save();
     if (update.sessionUpdate === "session_info_update" && typeof update.title === "string")
       record.agentTitle = update.title;
   }
@@ -260,6 +271,45 @@ export class SandboxExtension implements ConnectionExtension {
     const record = this.store.get(conn.agentId, sessionId);
     if (record === undefined) return undefined;
     return describeRecord(record, this.states.of(conn));
+  }
+
+  /**
+   * After a restart the new agent process may not have kept a session's model and mode (an agent
+   * that stores sessions may not store those): what the agent reported before the restart is
+   * switched to again when its answer to the re-attach shows (or does not show) otherwise. The
+   * switches' own updates are absorbed, as at creation; a refused switch is logged, and
+   * `list_models` then answers what the agent reports.
+   */
+  async sessionReattached(sessionId: string, result: unknown, conn: ConnectionApi): Promise<void> {
+    const state = this.states.of(conn);
+    const before = state.agent.get(sessionId);
+    const reported = new ConnectionState();
+    reported.absorb(sessionId, result);
+    const wanted: { model?: string; mode?: string } = {};
+    for (const key of ["model", "mode"] as const) {
+      const value = currentValue(before, key);
+      if (value !== null && value !== currentValue(reported.agent.get(sessionId), key)) wanted[key] = value;
+    }
+    state.absorb(sessionId, result);
+    if (Object.keys(wanted).length > 0) {
+      state.applying.add(sessionId);
+      try {
+        await applyToAgent({ conn, state }, sessionId, wanted);
+      } catch (error) {
+        this.logger.warn("could not switch a re-attached session back to its model or mode", {
+          sessionId,
+          wanted,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      } finally {
+        state.applying.delete(sessionId);
+      }
+    }
+    state.save();
+  }
+
+  connectionClosed(connectionId: string): void {
+    this.states.forget(connectionId);
   }
 
   sessionsEnded(conn: ConnectionApi): void {

@@ -118,6 +118,18 @@ export interface AgentSessionState {
   modes: Record<string, unknown> | undefined;
 }
 
+/**
+ * What the index keeps of a connection's extension state (with a data directory), so that a
+ * restarted server answers the same: the sessions it saw, which are muted, and what the agent last reported
+ * about each session's model and mode. Plain JSON; nothing secret (the agent's own answers).
+ */
+export interface SavedConnectionState {
+  /** `seen`: ended sessions included, which the connection's record no longer lists. */
+  seen: string[];
+  muted: string[];
+  agent: Record<string, AgentSessionState>;
+}
+
 /** Per-connection extension state. */
 export class ConnectionState {
   /** Every session seen on this connection, ended ones included, for the `session/list` fallback. */
@@ -138,6 +150,23 @@ export class ConnectionState {
   agentLists = false;
   agentCloses = false;
 
+  constructor(
+    /** Writes `muted` and `agent` to the index (a no-op without a data directory). */
+    readonly save: () => void = () => {},
+  ) {}
+
+  /** The part of the state a restart must not lose. */
+  saved(): SavedConnectionState {
+    return { seen: [...this.seen], muted: [...this.muted], agent: Object.fromEntries(this.agent) };
+  }
+
+  /** Takes back what `saved` returned before a restart. */
+  restore(saved: SavedConnectionState): void {
+    for (const sessionId of saved.seen) this.seen.add(sessionId);
+    for (const sessionId of saved.muted) this.muted.add(sessionId);
+    for (const [sessionId, state] of Object.entries(saved.agent)) this.agent.set(sessionId, state);
+  }
+
   agentState(sessionId: string): AgentSessionState {
     let state = this.agent.get(sessionId);
     if (!state) {
@@ -157,18 +186,31 @@ export class ConnectionState {
   }
 }
 
-/** Per-connection state, released with the connection. */
+/**
+ * Per-connection state, released with the connection; what a restart must not lose is kept in
+ * `table` by connection id (in the index, with a data directory) until `forget`.
+ */
 export class ConnectionStates {
   private readonly states = new WeakMap<ConnectionApi, ConnectionState>();
+
+  constructor(private readonly table?: StateTable<SavedConnectionState>) {}
 
   of(conn: ConnectionApi): ConnectionState {
     let state = this.states.get(conn);
     if (!state) {
-      state = new ConnectionState();
-      // A connection recovered after a restart already has sessions.
+      const { table } = this;
+      state = new ConnectionState(table ? () => table.set(conn.id, state!.saved()) : undefined);
+      // A connection recovered after a restart already has sessions, and maybe saved state.
       for (const sessionId of conn.sessionIds) state.seen.add(sessionId);
+      const saved = table?.get(conn.id);
+      if (saved) state.restore(saved);
       this.states.set(conn, state);
     }
     return state;
+  }
+
+  /** The connection is gone for good: its saved state is deleted. */
+  forget(connectionId: string): void {
+    this.table?.delete(connectionId);
   }
 }

@@ -336,11 +336,15 @@ export class Connection implements ConnectionApi {
     } finally {
       this.reattaching.delete(sessionId);
     }
-    if (response.error !== undefined)
+    if (response.error !== undefined) {
       this.sessionLost(
         sessionId,
         `The server restarted and the agent could not ${method === "session/load" ? "load" : "resume"} the session: ${response.error.message}`,
       );
+      return;
+    }
+    for (const ext of this.options.extensions)
+      await ext.sessionReattached?.(sessionId, response.result, this);
   }
 
   /** A session that did not survive a restart: the client is told, and it is forgotten. */
@@ -734,6 +738,8 @@ export class Connection implements ConnectionApi {
     try {
       this.options.observer?.closed(this, reason);
       clearTimeout(this.endedTimer);
+      // Before the record goes: a crash in between leaves the record, never the extensions' state alone.
+      for (const ext of this.options.extensions) ext.connectionClosed?.(this.id);
       this.options.onClosed(this);
       this.outbound.close();
       this.options.log.remove();

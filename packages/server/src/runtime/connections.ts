@@ -110,6 +110,7 @@ export class ConnectionRegistry {
       const opened = store.openLog(id, { maxEvents: replayEvents, maxBytes: replayBytes });
       if (!opened) {
         logger.warn("forgetting a connection whose event log is missing", { connection: shortId(id) });
+        for (const ext of connectionOptions.extensions) ext.connectionClosed?.(id);
         this.records.delete(id);
         continue;
       }

@@ -59,6 +59,20 @@ export interface ConnectionExtension {
    * `_sandboxagent/session/ended` is sent) or the connection was closed (DELETE, expiry, shutdown).
    */
   sessionsEnded?(conn: ConnectionApi, exit: AgentExit | undefined): void;
+  /**
+   * After a server restart, a session was re-attached to the connection's new agent process
+   * (`result`: the agent's answer to the server's `session/load` or `session/resume`). Awaited
+   * before the client's request that started the agent is sent to it, so requests the extension
+   * makes here (`request`) reach the agent first.
+   */
+  sessionReattached?(sessionId: string, result: unknown, conn: ConnectionApi): Promise<void> | void;
+  /**
+   * The connection is gone for good (DELETE, expiry, an end past its retention, a failed
+   * initialize; or, after a restart, a connection whose event log was missing): state the
+   * extension keeps for it, in memory or in the store's index, is dropped. Not called when a
+   * durable server shuts down, since the connection comes back with the next run.
+   */
+  connectionClosed?(connectionId: string): void;
   /** What the extension knows about a session (title, model, counts…), for the connection list. */
   describeSession?(sessionId: string, conn: ConnectionApi): SessionDescription | undefined;
 }
