@@ -146,12 +146,75 @@ function dropUnusedRequireBanners() {
   }
 }
 
+/** Absolute path of a metafile key (they are relative to the working directory). */
+const fromMeta = (key) => path.resolve(key);
+
+/**
+ * From a metafile: the source modules that load when the server starts (those of every output file
+ * the server entry imports statically, transitively, except the entry's own module) and the
+ * modules the server imports dynamically (the entries of its lazily loaded chunks).
+ */
+function startGraph(metafile) {
+  const outputs = new Map(Object.entries(metafile.outputs).map(([key, out]) => [fromMeta(key), out]));
+  const walk = (from, kinds) => {
+    const seen = new Set();
+    const queue = [from];
+    while (queue.length > 0) {
+      const file = queue.pop();
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const imported of outputs.get(file).imports)
+        if (!imported.external && kinds.includes(imported.kind)) queue.push(fromMeta(imported.path));
+    }
+    return [...seen].map((file) => outputs.get(file));
+  };
+  const entry = path.join(outdir, "sandbox-agent.mjs");
+  const startModules = walk(entry, ["import-statement"])
+    .flatMap((out) => Object.keys(out.inputs).map(fromMeta))
+    .filter((file) => file !== serverEntry);
+  const lazyEntries = walk(entry, ["import-statement", "dynamic-import"])
+    .map((out) => out.entryPoint)
+    .filter((input) => input !== undefined)
+    .map(fromMeta)
+    .filter((file) => file !== serverEntry);
+  return { startModules: [...new Set(startModules)], lazyEntries: new Set(lazyEntries) };
+}
+
+/** The esbuild plugin of the second pass (see where it is used). */
+function oneStartChunk({ startModules, lazyEntries }) {
+  const imports = startModules.map((file) => `import ${JSON.stringify(file)};`).join("\n");
+  return {
+    name: "one-start-chunk",
+    setup(build) {
+      build.onResolve({ filter: /^sandbox-agent:start-modules$/ }, () => ({
+        path: "start-modules",
+        namespace: "sandbox-agent",
+      }));
+      build.onLoad({ filter: /.*/, namespace: "sandbox-agent" }, () => ({
+        contents: imports,
+        loader: "js",
+        resolveDir: pkgDir,
+      }));
+      build.onLoad({ filter: /\.js$/ }, (args) =>
+        lazyEntries.has(args.path)
+          ? {
+              contents: `import "sandbox-agent:start-modules";\n${readFileSync(args.path, "utf8")}`,
+              loader: "js",
+            }
+          : undefined,
+      );
+    },
+  };
+}
+
 const started = performance.now();
 rmSync(outdir, { recursive: true, force: true });
 mkdirSync(outdir, { recursive: true });
-const result = await esbuild.build({
+const serverEntry = path.join(pkgDir, "dist/src/cli.js");
+/** @type {import("esbuild-wasm").BuildOptions} */
+const options = {
   entryPoints: [
-    { in: path.join(pkgDir, "dist/src/cli.js"), out: "sandbox-agent" },
+    { in: serverEntry, out: "sandbox-agent" },
     { in: mockMain, out: "mock-agent" },
   ],
   outdir,
@@ -175,6 +238,17 @@ const result = await esbuild.build({
   },
   // CommonJS dependencies (the MCP SDK's stdio client) call require() for Node built-ins.
   banner: { js: REQUIRE_BANNER },
+};
+// Two passes. esbuild puts a module shared by the entry and some lazily imported modules in a
+// chunk per distinct set of importers: ~13 small chunks on the start path, each one more module
+// for Node's loader to resolve (realpath, file URL) and link at start-up. The first pass finds the
+// start path's modules and the lazily imported entries; the second makes every lazy entry import
+// all start-path modules (already evaluated by then, so nothing runs twice or in another order),
+// which gives them one set of importers and so one chunk: the entry and one start chunk.
+const firstPass = await esbuild.build({ ...options, write: false, logLevel: "error" });
+const result = await esbuild.build({
+  ...options,
+  plugins: [oneStartChunk(startGraph(firstPass.metafile))],
 });
 dropUnusedRequireBanners();
 const entry = path.join(outdir, "sandbox-agent.mjs");
