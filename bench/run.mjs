@@ -225,7 +225,11 @@ async function idleConnections() {
   });
   const server = await startServer(
     [],
-    { agents: { tiny: { command: "sh", args: ["-c", `read line; echo '${initAnswer}'; exec cat >/dev/null`] } } },
+    {
+      agents: {
+        tiny: { command: "sh", args: ["-c", `read line; echo '${initAnswer}'; exec cat >/dev/null`] },
+      },
+    },
     nodeArgs,
   );
   const controllers = [];

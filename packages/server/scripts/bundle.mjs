@@ -127,8 +127,7 @@ if (
 }
 
 /** Defines `require` in an ES module output file (esbuild's require shim calls it). */
-const REQUIRE_BANNER =
-  'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);';
+const REQUIRE_BANNER = 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);';
 
 /**
  * Drops the `require` banner from the output files that never use `require`: every createRequire
