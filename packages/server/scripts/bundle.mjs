@@ -3,7 +3,8 @@
 // node_modules (for container images and "copy into a running sandbox"):
 //   bundle/sandbox-agent.mjs   the CLI (`node sandbox-agent.mjs server ...`)
 //   bundle/mock-agent.mjs      the built-in `mock` agent, found by the server beside itself
-//   bundle/chunk-*.mjs         code loaded on first use (zod, control plane, extensions, MCP client)
+//   bundle/chunk-*.mjs         one start chunk (what the entry shares with code loaded later), and
+//                              code loaded on first use (zod, control plane, extensions, MCP client)
 //   bundle/ui/                 the inspector page (`@sandbox-agent/inspector`'s build), served at /ui/
 // esbuild-wasm is esbuild compiled to WebAssembly: a plain npm package, no prebuilt native binary
 // downloaded or selected at install time.
