@@ -16,6 +16,15 @@ export const percentile = (values, p) => {
 };
 
 /**
+ * The node options given with `--server-args "ARGS"` on the bench's command line (for example
+ * "--max-semi-space-size=4"), for the servers it starts; [] without it.
+ */
+export function serverNodeArgs() {
+  const at = process.argv.indexOf("--server-args");
+  return at === -1 ? [] : (process.argv[at + 1] ?? "").split(" ").filter(Boolean);
+}
+
+/**
  * Starts the server CLI on a free port and waits for `/v2/health`; `startMs` is spawn → healthy.
  * `nodeArgs` go to node itself (before the CLI).
  */

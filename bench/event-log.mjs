@@ -10,7 +10,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { tempDir } from "@sandbox-agent/testkit";
-import { runMain, startServer } from "./common.mjs";
+import { runMain, serverNodeArgs, startServer } from "./common.mjs";
 import { DEFAULT_EVENT_LOG_OPTIONS, diskStore } from "../packages/server/dist/src/store/event-store.js";
 
 const quick = process.argv.includes("--quick");
@@ -21,8 +21,7 @@ const LOG_BYTES = (quick ? 100 : 1024) * 2 ** 20;
 const TURN_BYTES = (quick ? 50 : 200) * 2 ** 20;
 const ROUNDS = 3;
 const turnOnly = process.argv.includes("--turn-only");
-const serverArgsAt = process.argv.indexOf("--server-args");
-const nodeArgs = serverArgsAt === -1 ? [] : process.argv[serverArgsAt + 1].split(" ").filter(Boolean);
+const nodeArgs = serverNodeArgs();
 
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const log = (...a) => !asJson && console.error(...a);

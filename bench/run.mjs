@@ -3,17 +3,20 @@
 // same run with the same agent (the built-in mock agent), so the ratios are comparable. The server
 // runs with its event log on disk (the default); the same server with `--in-memory` and with
 // `--fsync` is measured in the same run, so the cost of the disk log is a ratio too.
-//   node bench/run.mjs [--quick] [--json]
+//   node bench/run.mjs [--quick] [--json] [--parser] [--server-args "ARGS"]
+// --server-args adds node options to the command line of every server it starts (for example
+// "--max-semi-space-size=4", to see what the young generation's size costs in throughput).
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { readFileSync } from "node:fs";
 import { createParser } from "eventsource-parser";
 import { mockAgentBin } from "@sandbox-agent/testkit";
-import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { cpuMs, percentile, runMain, serverNodeArgs, sseSplitter, startServer } from "./common.mjs";
 
 const quick = process.argv.includes("--quick");
 const asJson = process.argv.includes("--json");
 const useParser = process.argv.includes("--parser");
+const nodeArgs = serverNodeArgs();
 const ROUND_TRIPS = quick ? 100 : 500;
 const STREAM_EVENTS = quick ? 50_000 : 200_000;
 const IDLE_CONNECTIONS = quick ? 200 : 1000;
@@ -220,9 +223,15 @@ async function idleConnections() {
     id: 0,
     result: { protocolVersion: 1, agentCapabilities: {} },
   });
-  const server = await startServer([], {
-    agents: { tiny: { command: "sh", args: ["-c", `read line; echo '${initAnswer}'; exec cat >/dev/null`] } },
-  });
+  const server = await startServer(
+    [],
+    {
+      agents: {
+        tiny: { command: "sh", args: ["-c", `read line; echo '${initAnswer}'; exec cat >/dev/null`] },
+      },
+    },
+    nodeArgs,
+  );
   const controllers = [];
   let errors = 0;
   const t = performance.now();
@@ -265,9 +274,9 @@ async function idleConnections() {
 
 async function main() {
   log("starting servers (event log on disk, in memory, on disk with --fsync)…");
-  const server = await startServer();
-  const memoryServer = await startServer(["--in-memory"]);
-  const fsyncServer = await startServer(["--fsync"]);
+  const server = await startServer([], undefined, nodeArgs);
+  const memoryServer = await startServer(["--in-memory"], undefined, nodeArgs);
+  const fsyncServer = await startServer(["--fsync"], undefined, nodeArgs);
   await new Promise((r) => setTimeout(r, 500));
   const idleRssMB = rss(server.child.pid) / 2 ** 20;
 

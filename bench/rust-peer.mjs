@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Benchmark: this server against the Rust `sandbox-agent` 0.4.2 binary, side by side in one run with
 // the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
-//   node bench/rust-peer.mjs [--install] [--quick] [--json]
+//   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"]
+// --server-args adds node options to our server's command line (for example "--max-semi-space-size=4").
 // The Rust binary is a prebuilt executable, so it is never a dependency of this repository:
 // `--install` puts `@sandbox-agent/cli-linux-x64@0.4.2` into bench/.rust-peer/ (gitignored), or
 // point SANDBOX_AGENT_RUST_BIN at one. Always run with `--no-telemetry`.
@@ -12,7 +13,16 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
-import { cpuMs, percentile, runMain, sseSplitter, startNode, startServer, untilHealthy } from "./common.mjs";
+import {
+  cpuMs,
+  percentile,
+  runMain,
+  serverNodeArgs,
+  sseSplitter,
+  startNode,
+  startServer,
+  untilHealthy,
+} from "./common.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const peerDir = path.join(here, ".rust-peer");
@@ -183,11 +193,13 @@ async function session(conn) {
 const FLOOR_SERVER = `const s = require("node:http").createServer((q, r) => r.end('{"status":"ok"}'));
 s.listen(0, "127.0.0.1", () => console.log("sandbox-agent listening on http://127.0.0.1:" + s.address().port));`;
 
+const nodeArgs = serverNodeArgs();
+const startOurs = () => startServer([], undefined, nodeArgs);
 const startFloor = () => startNode(["-e", FLOOR_SERVER]);
 
 async function measureStart(kind, bin) {
   const server =
-    kind === "ours" ? await startServer() : kind === "floor" ? await startFloor() : await startPeer(bin);
+    kind === "ours" ? await startOurs() : kind === "floor" ? await startFloor() : await startPeer(bin);
   await sleep(1000);
   const idle = rss(server.child.pid);
   server.stop();
@@ -269,7 +281,7 @@ async function main() {
   log("start and idle RSS measured");
   const results = {};
   for (const kind of kinds) {
-    const server = kind === "ours" ? await startServer() : await startPeer(bin);
+    const server = kind === "ours" ? await startOurs() : await startPeer(bin);
     const requests = await measureRequests(kind, server);
     log(kind, "requests", requests);
     results[kind] = { requests, server };
@@ -284,7 +296,7 @@ async function main() {
   }
   // The same on a fresh server: what connections hold, without what the streams above left behind.
   for (const kind of kinds) {
-    const server = kind === "ours" ? await startServer() : await startPeer(bin);
+    const server = kind === "ours" ? await startOurs() : await startPeer(bin);
     results[kind].rss50Fresh = await measureConnections(kind, server);
     server.stop();
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `sandbox-agent` command. It runs the self-contained bundle (bundle/, `npm run build` makes it)
-// when that was built from the current compiled output: one file and a few chunks instead of ~70
+// when that was built from the current compiled output: two files (entry, start chunk) instead of ~70
 // modules starts faster and takes less memory. Otherwise, and before the first bundle, it runs the
 // compiled output (dist/) so that development never runs stale code.
 //

@@ -3,7 +3,8 @@
 // node_modules (for container images and "copy into a running sandbox"):
 //   bundle/sandbox-agent.mjs   the CLI (`node sandbox-agent.mjs server ...`)
 //   bundle/mock-agent.mjs      the built-in `mock` agent, found by the server beside itself
-//   bundle/chunk-*.mjs         code loaded on first use (zod, control plane, extensions, MCP client)
+//   bundle/chunk-*.mjs         one start chunk (what the entry shares with code loaded later), and
+//                              code loaded on first use (zod, control plane, extensions, MCP client)
 //   bundle/ui/                 the inspector page (`@sandbox-agent/inspector`'s build), served at /ui/
 // esbuild-wasm is esbuild compiled to WebAssembly: a plain npm package, no prebuilt native binary
 // downloaded or selected at install time.
@@ -126,12 +127,94 @@ if (
   process.exit(0);
 }
 
+/** Defines `require` in an ES module output file (esbuild's require shim calls it). */
+const REQUIRE_BANNER = 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);';
+
+/**
+ * Drops the `require` banner from the output files that never use `require`: every createRequire
+ * builds a CommonJS module object and resolves its node_modules paths, which for ~15 start-up
+ * chunks is a good part of the path work that makes V8 optimise path's normaliser during start-up
+ * (~3.5 MB of resident memory, bench/README.md). A file that mentions `require` other than as a
+ * word of prose (followed by a space and a letter, as in the CLI's help) keeps it.
+ */
+function dropUnusedRequireBanners() {
+  for (const name of readdirSync(outdir).filter((n) => n.endsWith(".mjs"))) {
+    const file = path.join(outdir, name);
+    const text = readFileSync(file, "utf8");
+    const rest = text.replace(REQUIRE_BANNER, "");
+    if (rest !== text && !/\brequire\b(?! [A-Za-z])/.test(rest)) writeFileSync(file, rest);
+  }
+}
+
+/** Absolute path of a metafile key (they are relative to the working directory). */
+const fromMeta = (key) => path.resolve(key);
+
+/**
+ * From a metafile: the source modules that load when the server starts (those of every output file
+ * the server entry imports statically, transitively, except the entry's own module) and the
+ * modules the server imports dynamically (the entries of its lazily loaded chunks).
+ */
+function startGraph(metafile) {
+  const outputs = new Map(Object.entries(metafile.outputs).map(([key, out]) => [fromMeta(key), out]));
+  const walk = (from, kinds) => {
+    const seen = new Set();
+    const queue = [from];
+    while (queue.length > 0) {
+      const file = queue.pop();
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const imported of outputs.get(file).imports)
+        if (!imported.external && kinds.includes(imported.kind)) queue.push(fromMeta(imported.path));
+    }
+    return [...seen].map((file) => outputs.get(file));
+  };
+  const entry = path.join(outdir, "sandbox-agent.mjs");
+  const startModules = walk(entry, ["import-statement"])
+    .flatMap((out) => Object.keys(out.inputs).map(fromMeta))
+    .filter((file) => file !== serverEntry);
+  const lazyEntries = walk(entry, ["import-statement", "dynamic-import"])
+    .map((out) => out.entryPoint)
+    .filter((input) => input !== undefined)
+    .map(fromMeta)
+    .filter((file) => file !== serverEntry);
+  return { startModules: [...new Set(startModules)], lazyEntries: new Set(lazyEntries) };
+}
+
+/** The esbuild plugin of the second pass (see where it is used). */
+function oneStartChunk({ startModules, lazyEntries }) {
+  const imports = startModules.map((file) => `import ${JSON.stringify(file)};`).join("\n");
+  return {
+    name: "one-start-chunk",
+    setup(build) {
+      build.onResolve({ filter: /^sandbox-agent:start-modules$/ }, () => ({
+        path: "start-modules",
+        namespace: "sandbox-agent",
+      }));
+      build.onLoad({ filter: /.*/, namespace: "sandbox-agent" }, () => ({
+        contents: imports,
+        loader: "js",
+        resolveDir: pkgDir,
+      }));
+      build.onLoad({ filter: /\.js$/ }, (args) =>
+        lazyEntries.has(args.path)
+          ? {
+              contents: `import "sandbox-agent:start-modules";\n${readFileSync(args.path, "utf8")}`,
+              loader: "js",
+            }
+          : undefined,
+      );
+    },
+  };
+}
+
 const started = performance.now();
 rmSync(outdir, { recursive: true, force: true });
 mkdirSync(outdir, { recursive: true });
-const result = await esbuild.build({
+const serverEntry = path.join(pkgDir, "dist/src/cli.js");
+/** @type {import("esbuild-wasm").BuildOptions} */
+const options = {
   entryPoints: [
-    { in: path.join(pkgDir, "dist/src/cli.js"), out: "sandbox-agent" },
+    { in: serverEntry, out: "sandbox-agent" },
     { in: mockMain, out: "mock-agent" },
   ],
   outdir,
@@ -154,8 +237,20 @@ const result = await esbuild.build({
     SANDBOX_AGENT_BUNDLED_UI: JSON.stringify("./ui/"),
   },
   // CommonJS dependencies (the MCP SDK's stdio client) call require() for Node built-ins.
-  banner: { js: 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);' },
+  banner: { js: REQUIRE_BANNER },
+};
+// Two passes. esbuild puts a module shared by the entry and some lazily imported modules in a
+// chunk per distinct set of importers: ~13 small chunks on the start path, each one more module
+// for Node's loader to resolve (realpath, file URL) and link at start-up. The first pass finds the
+// start path's modules and the lazily imported entries; the second makes every lazy entry import
+// all start-path modules (already evaluated by then, so nothing runs twice or in another order),
+// which gives them one set of importers and so one chunk: the entry and one start chunk.
+const firstPass = await esbuild.build({ ...options, write: false, logLevel: "error" });
+const result = await esbuild.build({
+  ...options,
+  plugins: [oneStartChunk(startGraph(firstPass.metafile))],
 });
+dropUnusedRequireBanners();
 const entry = path.join(outdir, "sandbox-agent.mjs");
 writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, "utf8")}`);
 chmodSync(entry, 0o755);
