@@ -42,7 +42,13 @@ describe("inspector: the server's connections in Chromium", { skip: chromiumGate
     // While the script reads the stream, the page does not offer to take it.
     const row = page.locator(`[data-testid=server-connection][data-connection-id="${connectionId}"]`);
     await row.waitFor({ timeout: STEP_MS });
-    assert.match(await row.innerText(), /read by another client/);
+    // The row can first show the connection as it was listed (before the script's stream and
+    // prompt); the live list then catches up.
+    await waitFor(
+      async () => /read by another client/.test(await row.innerText()),
+      STEP_MS,
+      "the script's reader",
+    );
     assert.equal(await row.getByTestId("attach").count(), 0);
     // The script hands the connection over (its stream ends; the agent keeps running).
     await script.release();
