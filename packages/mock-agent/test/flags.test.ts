@@ -70,8 +70,11 @@ describe("startup options and process lifecycle", { timeout: 300_000 }, () => {
         lines.map((l) => (JSON.parse(l) as { method: string }).method),
         ["initialize", "session/new"],
       );
-      assert.equal(a.stderr().match(/noise: received/g)?.length, 2);
-      assert.equal(a.stderr().match(/noise: sent/g)?.length, 2);
+      // stderr is its own pipe: its last lines can reach us after the answer on stdout did.
+      const noise = (kind: string) => a.stderr().match(new RegExp(`noise: ${kind}`, "g"))?.length ?? 0;
+      await waitFor(() => noise("sent") >= 2, 5000, "the noise lines of both answers");
+      assert.equal(noise("received"), 2);
+      assert.equal(noise("sent"), 2);
     } finally {
       await a.stop();
     }
