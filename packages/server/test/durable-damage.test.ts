@@ -10,13 +10,12 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
-  openSession,
   seqOf,
   serve,
   setup,
   withRestarts,
 } from "./support/durable.js";
-import type { RpcMessage, SseReader } from "./support/rpc.js";
+import { openSession, type RpcMessage, type SseReader } from "./support/rpc.js";
 
 /** The segment files of a connection's log, oldest first. */
 function segments(dataDir: string, connectionId: string): string[] {

@@ -3,8 +3,8 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { waitFor } from "@sandbox-agent/testkit";
-import { openSession, type ServerSetup, setup, withRestarts } from "./support/durable.js";
-import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { type ServerSetup, setup, withRestarts } from "./support/durable.js";
+import { agentText, openSession, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /** One table of the server's index as a restarted server reads it: the snapshot, then the journal replayed. */
 function indexTable(dataDir: string, name: string): Map<string, unknown> {

@@ -10,14 +10,13 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
-  openSession,
   type Restartable,
   seqOf,
   serve,
   setup,
   withRestarts,
 } from "./support/durable.js";
-import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { agentText, openSession, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /**
  * Runs `turn` and stops the server with `signal` once the client received `received` events, then

@@ -7,7 +7,7 @@ import {
   type RunningServer,
   type SseEvent,
 } from "@sandbox-agent/testkit";
-import { agentText, RawConnection, type RpcMessage, type SseReader } from "./rpc.js";
+import { agentText, type RpcMessage, type SseReader } from "./rpc.js";
 
 /** Helpers of the durable-connection tests: a server on a data directory, stopped and started again. */
 
@@ -80,13 +80,6 @@ export async function withRestarts<T>(s: ServerSetup, test: (run: Restartable) =
   } finally {
     await run.server.stop();
   }
-}
-
-/** A connection to the mock agent with its stream open and one session. */
-export async function openSession(server: RunningServer) {
-  const conn = await RawConnection.open(server);
-  const sse = await conn.openSse(null);
-  return { conn, sse, sessionId: await conn.newSession(sse) };
 }
 
 /** The events that carried a message (not priming events, comments or retry hints). */
