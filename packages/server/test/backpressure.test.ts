@@ -4,7 +4,7 @@ import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit
 import { readSse } from "@sandbox-agent/testkit";
 import { mockWith, stdinLog } from "./support/agents.js";
 import { processesWith, rssBytes } from "./support/procs.js";
-import { RawConnection } from "./support/rpc.js";
+import { openSession, RawConnection } from "./support/rpc.js";
 
 const noisyLog = stdinLog();
 
@@ -52,9 +52,7 @@ describe("backpressure", () => {
   });
 
   it("a slow reader gets every event in order while the server stays bounded", async () => {
-    const conn = await RawConnection.open(server);
-    const first = await conn.openSse();
-    const sessionId = await conn.newSession(first);
+    const { conn, sse: first, sessionId } = await openSession(server);
     first.close();
     const count = 30_000;
     const pad = "y".repeat(300);
@@ -90,9 +88,7 @@ describe("backpressure", () => {
   });
 
   it("a line over the message limit closes the connection with a logged reason, not an OOM", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "bigline 4000000" }],

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ByteWindow } from "../src/store/byte-window.js";
-import { batchTexts } from "../src/store/event-batch.js";
+import type { EventBatch } from "../src/store/event-batch.js";
+
+/** Every event of the batch as a string. */
+function batchTexts(batch: EventBatch): string[] {
+  return batch.starts.map((start, i) => batch.buffers[i]!.toString("utf8", start, batch.ends[i]));
+}
 
 /** What a connection log does after each commit: a file-backed window hands its frames over first. */
 function commit(window: ByteWindow, backedByFile: boolean): void {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
-import { changedSince, snapshot, startFlipper } from "./support/flipper.js";
+import { startServer, type RunningServer } from "@sandbox-agent/testkit";
+import { changedSince, raceTree, snapshot, startFlipper } from "./support/flipper.js";
 import { RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /** The agent keeps reading and writing for at least this long while the hostile process swaps. */
@@ -17,7 +17,6 @@ const ROUND = 10;
 const SECRET = "outside the root";
 const SERVE_FS = { _meta: { "sandboxagent.dev": { agent: "mock", serveClientCapabilities: { fs: true } } } };
 
-/** Every file and directory below `dir` with its content (directories as "<dir>"). */
 /** The agent's messages of one session, one per command of the mock agent's script. */
 function agentMessages(messages: RpcMessage[], sessionId: string): string[] {
   return messages
@@ -40,12 +39,7 @@ describe("served fs/* client methods against a hostile process swapping a direct
   let before_: Map<string, string>;
 
   before(async () => {
-    root = tempDir("client-fs-race-root-");
-    outside = tempDir("client-fs-race-outside-");
-    mkdirSync(path.join(root, "d"));
-    writeFileSync(path.join(root, "d", "file.txt"), "inside");
-    writeFileSync(path.join(outside, "file.txt"), SECRET);
-    writeFileSync(path.join(outside, "only-outside.txt"), SECRET);
+    ({ root, outside } = raceTree("client-fs-race", SECRET));
     before_ = snapshot(outside);
     server = await startServer({ args: ["--workdir", root] });
   });

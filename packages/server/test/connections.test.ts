@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import type { ConnectionSnapshot } from "../src/runtime/connection-snapshot.js";
-import { agentText, RawConnection } from "./support/rpc.js";
+import { agentText, openSession } from "./support/rpc.js";
 
 describe("GET /v2/connections", () => {
   const token = "connections-test-token";
@@ -24,9 +24,7 @@ describe("GET /v2/connections", () => {
 
   it("lists another client's connection with its agent, pid, events and session metadata", async () => {
     const started = Date.now();
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const titled = await conn.call(sse, "_sandboxagent/session/set_metadata", {
       sessionId,
       metadata: { title: "watched by the list", ticket: 42 },

@@ -10,13 +10,12 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
-  kill,
-  openSession,
   seqOf,
   serve,
   setup,
+  withRestarts,
 } from "./support/durable.js";
-import type { RpcMessage, SseReader } from "./support/rpc.js";
+import { openSession, type RpcMessage, type SseReader } from "./support/rpc.js";
 
 /** The segment files of a connection's log, oldest first. */
 function segments(dataDir: string, connectionId: string): string[] {
@@ -53,15 +52,14 @@ function mountNamespaceMissing(): string | undefined {
 describe("durable connections: damage to the event log", () => {
   it("a corrupt frame in the middle of a segment: reported, the events up to it replayed, then 410; other connections unharmed", async () => {
     const s = setup({ config: { eventLog: { segmentBytes: 32 * 1024 } } });
-    let server = await serve(s);
-    try {
-      const a = await openSession(server);
-      const b = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const a = await openSession(run.server);
+      const b = await openSession(run.server);
       await a.conn.prompt(a.sse, a.sessionId, "chunks 2000", 60_000);
       await b.conn.prompt(b.sse, b.sessionId, "chunks 300", 30_000);
       const beforeA = delivered(a.sse.events);
       const beforeB = delivered(b.sse.events);
-      await kill(server, "SIGKILL", a.sse);
+      await run.kill("SIGKILL", a.sse);
       await b.sse.done;
       const files = segments(s.dataDir, a.conn.id);
       assert.ok(files.length >= 4, `segments: ${files.length}`);
@@ -71,12 +69,12 @@ describe("durable connections: damage to the event log", () => {
       bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
       writeFileSync(damaged, bytes);
 
-      server = await serve(s);
+      await run.start();
       const epoch = epochOf(beforeA[0]!.id);
-      const again = a.conn.on(server);
+      const again = a.conn.on(run.server);
       const full = await again.openSse(`${epoch}.0`);
       // The stream delivers what can be read and ends at the damage, never hangs or crashes.
-      await ended(full, server);
+      await ended(full, run.server);
       const got = delivered(full.events);
       assert.ok(got.length >= firstSeqOf(damaged) - 1, `${got.length} events before the damage`);
       assert.ok(
@@ -84,8 +82,8 @@ describe("durable connections: damage to the event log", () => {
         `${got.length} events: the damaged frame was delivered`,
       );
       assert.deepEqual(got, beforeA.slice(0, got.length));
-      await waitFor(() => /event log segment is corrupt/.test(server.logs()), 10_000, "the report");
-      assert.match(server.logs(), new RegExp(path.basename(damaged)));
+      await waitFor(() => /event log segment is corrupt/.test(run.server.logs()), 10_000, "the report");
+      assert.match(run.server.logs(), new RegExp(path.basename(damaged)));
       // Reconnecting at the last event received: 410, naming where the kept events start.
       const gone = await again.get({ "last-event-id": got.at(-1)!.id });
       assert.equal(gone.status, 410, await gone.clone().text());
@@ -100,36 +98,33 @@ describe("durable connections: damage to the event log", () => {
       assertConsecutive(delivered(rest.events), epoch, seqOf(oldestEventId) + 1);
       // Another connection on the same server: replayed whole.
       const otherEpoch = epochOf(beforeB[0]!.id);
-      const other = await b.conn.on(server).openSse(`${otherEpoch}.0`);
+      const other = await b.conn.on(run.server).openSse(`${otherEpoch}.0`);
       await waitFor(() => delivered(other.events).length >= beforeB.length, 10_000, "the other replay");
       assert.deepEqual(delivered(other.events), beforeB);
-      assert.equal((await fetch(`${server.baseUrl}/v2/health`)).status, 200);
-    } finally {
-      await server.stop();
-    }
+      assert.equal((await fetch(`${run.server.baseUrl}/v2/health`)).status, 200);
+    });
   });
 
   it("a corrupt frame in the segment being written: the same, and appends go on in a new segment", async () => {
     const s = setup();
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
       await conn.prompt(sse, sessionId, "chunks 500", 30_000);
       const before = delivered(sse.events);
-      await kill(server, "SIGTERM", sse);
+      await run.kill("SIGTERM", sse);
       const [only] = segments(s.dataDir, conn.id);
       const bytes = readFileSync(only!);
       bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
       writeFileSync(only!, bytes);
 
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.start();
+      const again = conn.on(run.server);
       const epoch = epochOf(before[0]!.id);
       const full = await again.openSse(`${epoch}.0`);
-      await ended(full, server);
+      await ended(full, run.server);
       const got = delivered(full.events);
       assert.deepEqual(got, before.slice(0, got.length));
-      await waitFor(() => /event log segment is corrupt/.test(server.logs()), 10_000, "the report");
+      await waitFor(() => /event log segment is corrupt/.test(run.server.logs()), 10_000, "the report");
       const gone = await again.get({ "last-event-id": `${epoch}.0` });
       assert.equal(gone.status, 410);
       const { oldestEventId } = (await gone.json()) as { oldestEventId: string };
@@ -137,9 +132,7 @@ describe("durable connections: damage to the event log", () => {
       const rest = await again.openSse(oldestEventId);
       await again.prompt(rest, sessionId, "echo after", 30_000);
       assertConsecutive(delivered(rest.events), epoch, before.length + 1);
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it(

@@ -3,8 +3,8 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { waitFor } from "@sandbox-agent/testkit";
-import { kill, openSession, serve, setup, type ServerSetup } from "./support/durable.js";
-import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { type ServerSetup, setup, withRestarts } from "./support/durable.js";
+import { agentText, openSession, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /** One table of the server's index as a restarted server reads it: the snapshot, then the journal replayed. */
 function indexTable(dataDir: string, name: string): Map<string, unknown> {
@@ -45,9 +45,8 @@ const updatesOf = (messages: RpcMessage[], sessionId: string) =>
 describe("durable connections: extension state survives a server restart", () => {
   it("SIGKILL: a detached session stays detached (re-attached, its updates still dropped) until the client loads it; a terminated one stays ended", async () => {
     const s = setup();
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId: detached } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId: detached } = await openSession(run.server);
       const watched = await conn.newSession(sse);
       const ended = await conn.newSession(sse);
       await conn.prompt(sse, detached, "echo before the detach");
@@ -57,10 +56,8 @@ describe("durable connections: extension state survives a server restart", () =>
       );
       const terminated = await conn.call(sse, "_sandboxagent/session/terminate", { sessionId: ended });
       assert.equal(terminated.error, undefined, JSON.stringify(terminated));
-      await kill(server, "SIGKILL", sse);
-
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.restart("SIGKILL", sse);
+      const again = conn.on(run.server);
       const rest = await again.openSse(sse.lastId());
       // The detached session still works (its prompts are answered) but shows nothing.
       const quiet = await again.prompt(rest, detached, "echo while detached", 30_000);
@@ -90,17 +87,14 @@ describe("durable connections: extension state survives a server restart", () =>
       const after = await again.prompt(rest, detached, "echo attached", 30_000);
       assert.equal(after.result?.stopReason, "end_turn", JSON.stringify(after));
       assert.match(agentText(rest.messages(), detached), /attached$/);
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("SIGKILL: model and mode set through set_metadata answer from the store, and are switched to again on an agent that forgot them", async () => {
     const secret = "never-on-disk-7f3a9c";
     const s = setup({ config: { allowClientEnv: ["MOCK_SECRET"] } });
-    let server = await serve(s);
-    try {
-      const conn = await RawConnection.open(server, "mock", {
+    await withRestarts(s, async (run) => {
+      const conn = await RawConnection.open(run.server, "mock", {
         _meta: { "sandboxagent.dev": { agent: "mock", env: { MOCK_SECRET: secret } } },
       });
       const sse = await conn.openSse(null);
@@ -110,21 +104,21 @@ describe("durable connections: extension state survives a server restart", () =>
         metadata: { model: "mock-smart", mode: "plan" },
       });
       assert.equal(set.error, undefined, JSON.stringify(set));
-      await kill(server, "SIGKILL", sse);
+      await run.kill("SIGKILL", sse);
       // An agent that keeps its sessions but not their model and mode.
       const file = mockSessionFile(s, sessionId);
       const stored = JSON.parse(readFileSync(file, "utf8")) as { model: string; modeId: string };
       assert.deepEqual([stored.model, stored.modeId], ["mock-smart", "plan"]);
       writeFileSync(file, JSON.stringify({ ...stored, model: "mock-fast", modeId: "default" }));
 
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.start();
+      const again = conn.on(run.server);
       const rest = await again.openSse(sse.lastId());
       // Before the agent is started again, from the store: the agent's list, not just the hint.
       const models = await again.call(rest, "_sandboxagent/session/list_models", { sessionId });
       assert.equal(models.result?.currentModelId, "mock-smart", JSON.stringify(models));
       assert.equal((models.result?.availableModels as unknown[]).length, 2, JSON.stringify(models));
-      assert.doesNotMatch(server.logs(), /agent started again/);
+      assert.doesNotMatch(run.server.logs(), /agent started again/);
       const list = await again.call(rest, "session/list", {});
       const entry = (
         list.result?.sessions as Array<{ sessionId: string; _meta: Record<string, Record<string, unknown>> }>
@@ -155,8 +149,6 @@ describe("durable connections: extension state survives a server restart", () =>
       assert.ok(indexTable(s.dataDir, "connectionState").has(conn.id), "no saved state to remove");
       assert.equal((await again.delete()).status, 202);
       await waitFor(() => !indexTable(s.dataDir, "connectionState").has(conn.id), 10_000, "the row removed");
-    } finally {
-      await server.stop();
-    }
+    });
   });
 });

@@ -10,55 +10,52 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
-  kill,
-  openSession,
+  type Restartable,
   seqOf,
   serve,
   setup,
+  withRestarts,
 } from "./support/durable.js";
-import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { agentText, openSession, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 /**
  * Runs `turn` and stops the server with `signal` once the client received `received` events, then
  * starts it again: the client resumes from its cursor and the whole log is read back from the start.
  */
-async function restartMidTurn(signal: NodeJS.Signals, turn: string, received: number) {
-  const s = setup();
-  let server = await serve(s);
-  try {
-    const { conn, sse, sessionId } = await openSession(server);
-    const promptId = await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] });
-    await waitFor(() => sse.messages().length >= received, 30_000, `${received} events`);
-    await kill(server, signal, sse);
-    const before = delivered(sse.events);
-    const epoch = epochOf(before[0]!.id);
+async function restartMidTurn(run: Restartable, signal: NodeJS.Signals, turn: string, received: number) {
+  const { conn, sse, sessionId } = await openSession(run.server);
+  const promptId = await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] });
+  await waitFor(() => sse.messages().length >= received, 30_000, `${received} events`);
+  await run.kill(signal, sse);
+  const before = delivered(sse.events);
+  const epoch = epochOf(before[0]!.id);
 
-    server = await serve(s);
-    const again = conn.on(server);
-    // The client resumes from the last event it received: the rest, each exactly once.
-    const rest = await again.openSse(sse.lastId());
-    // The prompt's answer: received before the stop (the turn had ended), or after the restart.
-    const answered = sse.events.find((e) => e.data.startsWith(`{"jsonrpc":"2.0","id":${promptId},`));
-    const answer = answered ? (JSON.parse(answered.data) as RpcMessage) : await answerTo(rest, promptId);
-    const after = delivered(rest.events);
-    assertConsecutive([...before, ...after], epoch, seqOf(before[0]!.id));
-    // Read back from the start: every event the client had received, the same ids and bytes, in order.
-    const full = await again.openSse(`${epoch}.0`);
-    await waitFor(() => delivered(full.events).length >= before.length + after.length, 30_000, "the replay");
-    assert.deepEqual(delivered(full.events).slice(0, before.length + after.length), [...before, ...after]);
-    return { server, s, again, full, sessionId, promptId, answer, before, after, epoch };
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
+  const again = conn.on(await run.start());
+  // The client resumes from the last event it received: the rest, each exactly once.
+  const rest = await again.openSse(sse.lastId());
+  // The prompt's answer: received before the stop (the turn had ended), or after the restart.
+  const answered = sse.events.find((e) => e.data.startsWith(`{"jsonrpc":"2.0","id":${promptId},`));
+  const answer = answered ? (JSON.parse(answered.data) as RpcMessage) : await answerTo(rest, promptId);
+  const after = delivered(rest.events);
+  assertConsecutive([...before, ...after], epoch, seqOf(before[0]!.id));
+  // Read back from the start: every event the client had received, the same ids and bytes, in order.
+  const full = await again.openSse(`${epoch}.0`);
+  await waitFor(() => delivered(full.events).length >= before.length + after.length, 30_000, "the replay");
+  assert.deepEqual(delivered(full.events).slice(0, before.length + after.length), [...before, ...after]);
+  return { again, full, sessionId, answer, before, after };
 }
 
 describe("durable connections: the event log survives a server restart", () => {
   it("SIGKILL in the middle of a 10,000-update turn: every event received is replayed once, in order, and the rest follows", async () => {
     // The agent pauses halfway, so the kill lands mid-turn however fast the client reads.
-    const run = await restartMidTurn("SIGKILL", "chunks 5000; sleep 600000; chunks 5000", 3000);
-    const { server, again, full, sessionId, answer, before, after } = run;
-    try {
+    await withRestarts(setup(), async (run) => {
+      const turn = "chunks 5000; sleep 600000; chunks 5000";
+      const { again, full, sessionId, answer, before, after } = await restartMidTurn(
+        run,
+        "SIGKILL",
+        turn,
+        3000,
+      );
       const messages = [...before, ...after].map((e) => JSON.parse(e.data) as RpcMessage);
       const chunks = assertChunksInOrder(messages);
       // The turn was cut by the crash: the request in flight gets an error saying so.
@@ -78,28 +75,23 @@ describe("durable connections: the event log survives a server restart", () => {
         .filter((m) => m.method === "session/update")
         .map((m) => (m.params!.update as { sessionUpdate: string }).sessionUpdate);
       assert.ok(!kinds.includes("user_message_chunk"), `replayed history delivered: ${kinds.join(", ")}`);
-      assert.match(server.logs(), /agent started again for a recovered connection/);
-    } finally {
-      await server.stop();
-    }
+      assert.match(run.server.logs(), /agent started again for a recovered connection/);
+    });
   });
 
   it("SIGTERM: the connection comes back the same, its request in flight answered with an error", async () => {
-    const { server, answer, before, after } = await restartMidTurn("SIGTERM", "slow 400 5; chunks 600", 100);
-    try {
+    await withRestarts(setup(), async (run) => {
+      const { answer, before, after } = await restartMidTurn(run, "SIGTERM", "slow 400 5; chunks 600", 100);
       assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
       assertChunksInOrder([...before, ...after].map((e) => JSON.parse(e.data) as RpcMessage));
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("a request acknowledged (202) and killed before any output: answered with server_restarted; quick answers write no index line", async () => {
     // A grace no echo exceeds, even on a busy machine; the silent request's 202 comes after it.
     const s = setup({ config: { limits: { acceptGraceMs: 1000 } } });
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
       // Answered within the acknowledgement's grace: neither its arrival nor its answer is journaled.
       // (Counters and tail marks are written with the checkpoint, about once a second: not counted.)
       const journal = path.join(s.dataDir, "event-log", "index.journal");
@@ -115,23 +107,19 @@ describe("durable connections: the event log survives a server restart", () => {
         sessionId,
         prompt: [{ type: "text", text: "sleep 600000" }],
       });
-      await kill(server, "SIGKILL", sse);
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.restart("SIGKILL", sse);
+      const again = conn.on(run.server);
       const answer = await answerTo(await again.openSse(sse.lastId()), promptId);
       assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("a torn tail (a write cut short) is cut off and reported; the log continues after the last whole event", async () => {
     const s = setup();
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
       await conn.prompt(sse, sessionId, "chunks 500");
-      await kill(server, "SIGKILL", sse);
+      await run.kill("SIGKILL", sse);
       const before = delivered(sse.events);
       const dir = path.join(s.dataDir, "event-log", conn.id);
       const last = readdirSync(dir)
@@ -141,19 +129,17 @@ describe("durable connections: the event log survives a server restart", () => {
       // Half a frame: its magic and a header promising more bytes than follow.
       appendFileSync(path.join(dir, last), Buffer.from("46524d3101000000ff000000", "hex"));
 
-      server = await serve(s);
-      await waitFor(() => /repaired the event log/.test(server.logs()), 10_000, "the repair report");
-      assert.match(server.logs(), /a frame cut short/);
-      const again = conn.on(server);
+      await run.start();
+      await waitFor(() => /repaired the event log/.test(run.server.logs()), 10_000, "the repair report");
+      assert.match(run.server.logs(), /a frame cut short/);
+      const again = conn.on(run.server);
       const epoch = epochOf(before[0]!.id);
       const full = await again.openSse(`${epoch}.0`);
       await waitFor(() => delivered(full.events).length >= before.length, 10_000, "the replay");
       assert.deepEqual(delivered(full.events), before);
       await again.prompt(full, sessionId, "echo next", 30_000);
       assertConsecutive(delivered(full.events), epoch, 1);
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("an agent that cannot load sessions: each session ends with reason server_restarted", async () => {
@@ -162,9 +148,8 @@ describe("durable connections: the event log survives a server restart", () => {
       `(line) => line.replace('"loadSession":true', '"loadSession":false').replace('"resume":{}', '"resume":null')`,
     );
     const s = setup({ agent });
-    let server = await serve(s);
-    try {
-      const conn = await RawConnection.open(server);
+    await withRestarts(s, async (run) => {
+      const conn = await RawConnection.open(run.server);
       assert.equal(
         (conn.initialize.result?.agentCapabilities as { loadSession?: boolean }).loadSession,
         false,
@@ -172,33 +157,26 @@ describe("durable connections: the event log survives a server restart", () => {
       const sse = await conn.openSse(null);
       const sessionId = await conn.newSession(sse);
       await conn.prompt(sse, sessionId, "echo hello");
-      await kill(server, "SIGKILL", sse);
-
-      server = await serve(s);
-      const rest = await conn.on(server).openSse(sse.lastId());
+      await run.restart("SIGKILL", sse);
+      const rest = await conn.on(run.server).openSse(sse.lastId());
       const ended = await rest.waitFor((m) => m.method === "_sandboxagent/session/ended");
       assert.equal(ended.params?.sessionId, sessionId);
       assert.equal(ended.params?.reason, "server_restarted");
       assert.match(String(ended.params?.message), /cannot load sessions/);
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("a permission request the client had not answered: withdrawn with $/cancel_request (server_restarted) after SIGKILL; a late answer is ignored", async () => {
     const s = setup();
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
       const promptId = await conn.send("session/prompt", {
         sessionId,
         prompt: [{ type: "text", text: "permission tool-x" }],
       });
       const ask = await sse.waitFor((m) => m.method === "session/request_permission", 30_000);
-      await kill(server, "SIGKILL", sse);
-
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.restart("SIGKILL", sse);
+      const again = conn.on(run.server);
       const rest = await again.openSse(sse.lastId());
       const withdrawn = await rest.waitFor((m) => m.method === "$/cancel_request", 30_000);
       assert.equal(withdrawn.params?.requestId, ask.id);
@@ -218,13 +196,16 @@ describe("durable connections: the event log survives a server restart", () => {
         result: { outcome: { outcome: "selected", optionId: "allow_once" } },
       });
       assert.equal(late.status, 202);
-      await waitFor(() => /dropped response to unknown agent request/.test(server.logs()), 10_000, "the log");
+      await waitFor(
+        () => /dropped response to unknown agent request/.test(run.server.logs()),
+        10_000,
+        "the log",
+      );
       const reply = await again.prompt(rest, sessionId, "echo still here", 30_000);
       assert.equal(reply.result?.stopReason, "end_turn", JSON.stringify(reply));
       // Withdrawn once: a second restart does not withdraw it again.
-      await kill(server, "SIGTERM", rest);
-      server = await serve(s);
-      const thirdConn = conn.on(server);
+      await run.restart("SIGTERM", rest);
+      const thirdConn = conn.on(run.server);
       const third = await thirdConn.openSse(rest.lastId());
       const last = await thirdConn.prompt(third, sessionId, "echo third run", 30_000);
       assert.equal(last.result?.stopReason, "end_turn", JSON.stringify(last));
@@ -233,16 +214,13 @@ describe("durable connections: the event log survives a server restart", () => {
         [],
         "withdrawn again after a second restart",
       );
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("session metadata and session/list answer the same after a restart", async () => {
     const s = setup();
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
       const set = await conn.call(sse, "_sandboxagent/session/set_metadata", {
         sessionId,
         metadata: { title: "kept across restarts", ticket: "T-1" },
@@ -252,10 +230,8 @@ describe("durable connections: the event log survives a server restart", () => {
       // Counters are written with the index's next checkpoint (about once a second), not per event.
       const journal = path.join(s.dataDir, "event-log", "index.journal");
       await waitFor(() => readFileSync(journal, "utf8").includes('"eventCount":2'), 10_000, "the checkpoint");
-      await kill(server, "SIGKILL", sse);
-
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.restart("SIGKILL", sse);
+      const again = conn.on(run.server);
       const rest = await again.openSse(sse.lastId());
       const list = await again.call(rest, "session/list", {}, 30_000);
       const entry = (list.result?.sessions as Array<Record<string, unknown>>).find(
@@ -266,16 +242,13 @@ describe("durable connections: the event log survives a server restart", () => {
       const meta = (entry._meta as Record<string, Record<string, unknown>>)["sandboxagent.dev"]!;
       assert.equal(meta.ticket, "T-1");
       assert.ok(Number(meta.eventCount) >= 2, JSON.stringify(meta));
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("a cursor older than retention gets 410, before and after a restart; a recent one resumes", async () => {
     const s = setup({ config: { eventLog: { segmentBytes: 32 * 1024, retentionBytes: 64 * 1024 } } });
-    let server = await serve(s);
-    try {
-      const { conn, sse, sessionId } = await openSession(server);
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
       await answerTo(
         sse,
         await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: "chunks 5000" }] }),
@@ -283,10 +256,8 @@ describe("durable connections: the event log survives a server restart", () => {
       const epoch = epochOf(delivered(sse.events)[0]!.id);
       const old = await conn.get({ "last-event-id": `${epoch}.1` });
       assert.equal(old.status, 410, await old.text());
-      await kill(server, "SIGTERM", sse);
-
-      server = await serve(s);
-      const again = conn.on(server);
+      await run.restart("SIGTERM", sse);
+      const again = conn.on(run.server);
       const gone = await again.get({ "last-event-id": `${epoch}.1` });
       assert.equal(gone.status, 410);
       const body = (await gone.json()) as { oldestEventId: string };
@@ -295,9 +266,7 @@ describe("durable connections: the event log survives a server restart", () => {
       const recent = await again.openSse(`${epoch}.${last - 10}`);
       await waitFor(() => delivered(recent.events).length >= 10, 10_000, "the recent events");
       assertConsecutive(delivered(recent.events), epoch, last - 9);
-    } finally {
-      await server.stop();
-    }
+    });
   });
 
   it("one server per data directory: a second one is refused with a message saying what to do", async () => {

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
-import { changedSince, snapshot, startFlipper } from "./support/flipper.js";
+import { startServer, type RunningServer } from "@sandbox-agent/testkit";
+import { changedSince, raceTree, snapshot, startFlipper } from "./support/flipper.js";
 
 /** Requests are sent for at least this long while the hostile process swaps… */
 const FLIP_MS = 6000;
@@ -20,7 +20,6 @@ interface Outcome {
   body: string;
 }
 
-/** Every file and directory below `dir` with its content (directories as "<dir>"). */
 /**
  * A local process swaps a directory of the root for a symlink to a directory outside it, as fast
  * as it can, while a client reads, lists, stats, uploads, writes, creates, moves and deletes
@@ -34,12 +33,7 @@ describe("filesystem API against a hostile process swapping a directory for a sy
   let before_: Map<string, string>;
 
   before(async () => {
-    root = tempDir("fs-race-root-");
-    outside = tempDir("fs-race-outside-");
-    mkdirSync(path.join(root, "d"));
-    writeFileSync(path.join(root, "d", "file.txt"), "inside");
-    writeFileSync(path.join(outside, "file.txt"), SECRET);
-    writeFileSync(path.join(outside, "only-outside.txt"), SECRET);
+    ({ root, outside } = raceTree("fs-race", SECRET));
     writeFileSync(path.join(outside, "steal.txt"), SECRET);
     for (let i = 0; i < MAX_ROUNDS; i++) {
       writeFileSync(path.join(outside, `victim-${i}.txt`), SECRET);

@@ -9,7 +9,8 @@ import {
 import { connect as connectTcp } from "node:net";
 import { Readable } from "node:stream";
 import { after, before, describe, it } from "node:test";
-import { readSse, startServer, type RunningServer, type SseEvent } from "@sandbox-agent/testkit";
+import { readSse, startServer, waitFor, type RunningServer, type SseEvent } from "@sandbox-agent/testkit";
+import { MAX_STREAMS_PER_SOCKET } from "../src/http/h2c.js";
 import type { RpcMessage } from "./support/rpc.js";
 
 const TIMEOUT_MS = 10_000;
@@ -209,6 +210,44 @@ describe("HTTP/2 cleartext with prior knowledge on the HTTP/1.1 port", () => {
       host: "evil.example",
     });
     assert.equal(mismatch.status, 400);
+  });
+
+  it("a stream past the per-socket cap gets a 503 problem saying to retry or open another connection", async () => {
+    const own = connectH2(server.baseUrl);
+    own.on("error", () => undefined);
+    try {
+      // Requests whose bodies never come: each holds its stream open (until requestTimeoutMs).
+      const held = Array.from({ length: MAX_STREAMS_PER_SOCKET }, () => {
+        const stream = own.request({
+          ":method": "POST",
+          ":path": "/v2/rpc",
+          ...json,
+          "content-length": "100",
+        });
+        stream.on("error", () => undefined);
+        stream.write("{");
+        return stream;
+      });
+      // Frames of one session arrive in order: the server has seen every held stream before this one.
+      const refused = await h2Request(own, { ":method": "GET", ":path": "/v2/health" });
+      assert.equal(refused.status, 503, refused.body);
+      assert.equal(refused.headers["content-type"], "application/problem+json");
+      assert.equal(refused.headers["retry-after"], "1");
+      const problem = JSON.parse(refused.body) as { status: number; detail: string; limit: number };
+      assert.equal(problem.status, 503);
+      assert.equal(problem.limit, MAX_STREAMS_PER_SOCKET);
+      assert.match(problem.detail, /retry once one of them has ended, or open another connection/);
+      // Another connection is served meanwhile, and this one again once a stream ended.
+      assert.equal((await h2Request(session, { ":method": "GET", ":path": "/v2/health" })).status, 200);
+      held[0]!.close(constants.NGHTTP2_CANCEL);
+      await waitFor(
+        async () => (await h2Request(own, { ":method": "GET", ":path": "/v2/health" })).status === 200,
+        TIMEOUT_MS,
+        "a stream served after one ended",
+      );
+    } finally {
+      own.destroy();
+    }
   });
 
   it("tells the protocols apart when the first bytes arrive split", async () => {

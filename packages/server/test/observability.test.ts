@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
-import { RawConnection } from "./support/rpc.js";
+import { openSession, RawConnection } from "./support/rpc.js";
 
 const TOKEN = "observability-secret-token";
 
@@ -28,9 +28,7 @@ describe("logs and metrics", () => {
   after(() => server.stop());
 
   it("--log-format json: one object per line; connection opened and closed, agent exit, access lines", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     await conn.prompt(sse, sessionId, "hello");
     sse.close();
     assert.equal((await conn.delete()).status, 202);

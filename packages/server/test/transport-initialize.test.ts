@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { mockWith, stdinLog } from "./support/agents.js";
 import { processesWith } from "./support/procs.js";
-import { RawConnection } from "./support/rpc.js";
+import { openSession, RawConnection } from "./support/rpc.js";
 
 const hangLog = stdinLog();
 const failLog = stdinLog();
@@ -57,9 +57,7 @@ describe("initialize", () => {
   });
 
   it("the initialize response is not repeated on the SSE stream", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { sse, sessionId } = await openSession(server);
     assert.ok(sessionId);
     assert.equal(sse.messages().filter((m) => m.id === 0).length, 0);
     sse.close();

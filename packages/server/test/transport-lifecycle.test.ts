@@ -6,7 +6,7 @@ import { mockAgentBin, startServer, waitFor, type RunningServer } from "@sandbox
 import { mockWith, stdinLog } from "./support/agents.js";
 import { processesWith } from "./support/procs.js";
 import { eventsProduced } from "./support/metrics.js";
-import { agentText, RawConnection } from "./support/rpc.js";
+import { agentText, openSession, RawConnection } from "./support/rpc.js";
 
 const stubbornLog = stdinLog();
 const deleteLog = stdinLog();
@@ -34,9 +34,7 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
   after(() => server.stop());
 
   it("permission round trip with colliding ids; duplicate and unknown answers are dropped", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "permission publish" }],
@@ -61,9 +59,7 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
   });
 
   it("session/cancel ends a running turn with stopReason cancelled", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "slow 50 100" }],
@@ -76,9 +72,7 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
   });
 
   it("dropping the SSE stream mid-turn does not cancel it; the turn is received whole", async () => {
-    const conn = await RawConnection.open(server);
-    const first = await conn.openSse();
-    const sessionId = await conn.newSession(first);
+    const { conn, sse: first, sessionId } = await openSession(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "slow 8 100" }],
@@ -148,9 +142,7 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
   });
 
   it("a crash mid-turn answers the pending prompt with -32603 (exit code, stderr), then session/ended, then the stream ends", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const promptId = await conn.send("session/prompt", {
       sessionId,
       prompt: [{ type: "text", text: "echo before\nstderr 100\ncrash 7" }],
@@ -174,9 +166,7 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
   });
 
   it("a non-JSON stdout line is dropped (reported as agent/unparsed); the connection survives", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const done = await conn.prompt(sse, sessionId, "garbage this is not json\necho after");
     assert.equal(done.result?.stopReason, "end_turn");
     const unparsed = sse.messages().find((m) => m.method === "_sandboxagent/agent/unparsed");
@@ -186,9 +176,7 @@ describe("agent requests, cancellation, DELETE and process lifecycle", () => {
   });
 
   it("10 MB of stderr does not block the agent", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const done = await conn.prompt(sse, sessionId, "stderr 10000000\necho survived", 20_000);
     assert.equal(done.result?.stopReason, "end_turn");
     assert.match(agentText(sse.messages(), sessionId), /survived/);

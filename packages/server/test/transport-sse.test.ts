@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { eventsProduced, metric } from "./support/metrics.js";
-import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { agentText, openSession, RawConnection, type RpcMessage } from "./support/rpc.js";
 
 const updates = (messages: RpcMessage[]) => messages.filter((m) => m.method === "session/update");
 
@@ -72,9 +72,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("1,000 updates in stdout order, each one object with an id, before the response", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const response = await conn.prompt(sse, sessionId, "chunks 1000");
     assert.equal(response.result?.stopReason, "end_turn");
     const messageEvents = sse.events.filter(
@@ -106,9 +104,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("a reconnect with Last-Event-ID takes over and replays after the cursor", async () => {
-    const conn = await RawConnection.open(server);
-    const first = await conn.openSse();
-    const sessionId = await conn.newSession(first);
+    const { conn, sse: first, sessionId } = await openSession(server);
     await conn.prompt(first, sessionId, "chunks 5");
     const ids = first.events.filter((e) => e.data !== "" && e.id).map((e) => e.id!);
     const cursor = ids[2]!; // after the session/new response and two updates
@@ -122,9 +118,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("events produced while detached, including a permission request, are replayed", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const cursor = sse.lastId()!;
     sse.close();
     const produced = await eventsProduced(server);
@@ -153,9 +147,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("reconnecting without a cursor gets only never-written events, no duplicates", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     sse.close();
     // The server must have seen the reader go, or it would count the next events as written.
     await waitFor(async () => (await metric(server, "sandbox_agent_sse_readers")) === 0, 10_000, "detached");
@@ -177,9 +169,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("an evicted cursor is 410 with no partial stream", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const early = sse.lastId()!;
     await conn.prompt(sse, sessionId, "chunks 200"); // replay log keeps 50 events
     const response = await conn.get({ "last-event-id": early });
@@ -201,9 +191,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("a session-scoped GET (Acp-Session-Id) is 200 and idle", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     const sessionStream = await conn.get({ "acp-session-id": sessionId });
     assert.equal(sessionStream.status, 200);
     await conn.prompt(sse, sessionId, "echo hi");
@@ -212,9 +200,7 @@ describe("GET / SSE, replay and ordering", () => {
   });
 
   it("session/load replays history before its response", async () => {
-    const conn = await RawConnection.open(server);
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
+    const { conn, sse, sessionId } = await openSession(server);
     for (let i = 0; i < 5; i++) await conn.prompt(sse, sessionId, `echo turn ${i}`);
     const before = sse.messages().length;
     const loaded = await conn.call(sse, "session/load", { sessionId, cwd: process.cwd(), mcpServers: [] });

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 import { constants, type Stats } from "node:fs";
 import {
   link,
@@ -318,7 +318,7 @@ interface Relocation {
 /** rename(2) cannot cross mount points: copy next to the destination, put the copy in place, delete the original. */
 async function moveAcrossDevices(root: FsRoot, move: Relocation, display: string): Promise<void> {
   const { source, fromName, destination, toName, info } = move;
-  const temp = `.${toName}.${randomUUID()}.move`;
+  const temp = `.${toName}.${nodeCrypto().randomUUID()}.move`;
   try {
     await copyEntry(root, source, fromName, destination, temp, display);
     if (move.overwrite) await rename(destination.at(temp), destination.at(toName));

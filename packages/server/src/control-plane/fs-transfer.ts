@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 import { constants, type Stats } from "node:fs";
 import { lstat, rename, unlink } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -158,7 +158,7 @@ export async function receiveFile(
     });
     if (existing?.isDirectory()) throw isADirectory(target.display);
     if (existing && !options.overwrite) throw alreadyExists(target.display);
-    const temp = parent.at(`.${name}.${randomUUID()}.upload`);
+    const temp = parent.at(`.${name}.${nodeCrypto().randomUUID()}.upload`);
     try {
       await writeNewFile(temp, source, {
         mode: existing?.isFile() ? existing.mode & 0o7777 : undefined,

@@ -1,7 +1,7 @@
 import type { Logger } from "../log.js";
 import type { ConnectionApi } from "../runtime/extension.js";
 import { ERRORS, META_KEY, METHODS, type JsonRpcId, type JsonRpcMessage } from "../protocol.js";
-import { absorbSwitch, effectiveMetadata, listModels, switchRequest, type ModelList } from "./models.js";
+import { effectiveMetadata, listModels, switchRequest, type ModelList } from "./models.js";
 import type { SetMetadataParams } from "./param-schemas.js";
 import {
   loadParamSchemas,
@@ -10,7 +10,7 @@ import {
   sessionParamsIssues,
   type ParamsIssue,
 } from "./params.js";
-import type { ConnectionState, SessionRecord, SessionStore } from "./state.js";
+import type { AnsweredSwitch, ConnectionState, SessionRecord, SessionStore } from "./state.js";
 
 /** A JSON-RPC error a handler answers with. */
 export class RpcError extends Error {
@@ -103,8 +103,7 @@ export function cancelPermissionRequest(conn: ConnectionApi, id: JsonRpcId): voi
 function detach(ctx: MethodContext, params: unknown): Record<string, never> {
   const { sessionId } = sessionParams(METHODS.detach, params);
   const record = knownSession(ctx, sessionId);
-  ctx.state.muted.add(sessionId);
-  ctx.state.save();
+  ctx.state.mute(sessionId);
   cancelPermissions(ctx, sessionId);
   record.updatedMs = Date.now();
   ctx.store.changed(record);
@@ -118,8 +117,7 @@ async function terminate(ctx: MethodContext, params: unknown): Promise<Record<st
   // Everything up to the first await is written now, before any later client message.
   void ctx.conn.forward({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
   cancelPermissions(ctx, sessionId);
-  ctx.state.muted.add(sessionId);
-  ctx.state.save();
+  ctx.state.mute(sessionId);
   const close = ctx.state.agentCloses ? ctx.conn.request("session/close", { sessionId }) : undefined;
   record.ended = true;
   record.updatedMs = Date.now();
@@ -139,7 +137,7 @@ async function terminate(ctx: MethodContext, params: unknown): Promise<Record<st
 function listModelsOf(ctx: MethodContext, params: unknown): ModelList {
   const { sessionId } = sessionParams(METHODS.listModels, params);
   const record = knownSession(ctx, sessionId);
-  return listModels(ctx.state.agent.get(sessionId), record.metadata.model);
+  return listModels(ctx.state.reported(sessionId), record.metadata.model);
 }
 
 async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<string, unknown>> {
@@ -154,7 +152,7 @@ async function setMetadata(ctx: MethodContext, params: unknown): Promise<Record<
   record.updatedMs = Date.now();
   ctx.store.save(record);
   if ("title" in metadata && !ctx.state.muted.has(sessionId)) announceTitle(ctx, sessionId, record);
-  return { _meta: { [META_KEY]: effectiveMetadata(record.metadata, ctx.state.agent.get(sessionId)) } };
+  return { _meta: { [META_KEY]: effectiveMetadata(record.metadata, ctx.state.reported(sessionId)) } };
 }
 
 /**
@@ -173,6 +171,7 @@ export async function applyToAgent(
     return request ? [{ key, ...request, response: ctx.conn.request(request.method, request.params) }] : [];
   });
   let failure: RpcError | undefined;
+  const answered: AnsweredSwitch[] = [];
   for (const s of switches) {
     const response = await s.response;
     if (response.error) {
@@ -185,9 +184,9 @@ export async function applyToAgent(
           error: response.error,
         },
       );
-    } else absorbSwitch(agentState, s.method, s.params, response.result);
+    } else answered.push({ method: s.method, params: s.params, result: response.result });
   }
-  if (switches.length > 0) ctx.state.save();
+  ctx.state.absorbSwitches(sessionId, answered);
   if (failure) throw failure;
 }
 

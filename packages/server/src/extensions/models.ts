@@ -1,5 +1,5 @@
 import { isObject } from "../protocol.js";
-import type { AgentSessionState, ConnectionState } from "./state.js";
+import type { AgentSessionState } from "./state.js";
 
 export interface ModelInfo {
   modelId: string;
@@ -120,24 +120,4 @@ export function absorbSwitch(
   } else if (method === "session/set_mode" && state.modes) {
     state.modes = { ...state.modes, currentModeId: params.modeId };
   }
-}
-
-/** Keeps the tracked config options/mode in step with the agent's `session/update`s; true when they changed. */
-export function absorbUpdate(
-  conn: ConnectionState,
-  sessionId: string,
-  update: Record<string, unknown>,
-): boolean {
-  // Runs for every update; streamed content (nearly all of them) must not even look the session up.
-  if (update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
-    conn.agentState(sessionId).configOptions = update.configOptions;
-    return true;
-  }
-  if (update.sessionUpdate === "current_mode_update") {
-    const state = conn.agentState(sessionId);
-    if (!state.modes) return false;
-    state.modes = { ...state.modes, currentModeId: update.currentModeId };
-    return true;
-  }
-  return false;
 }

@@ -18,7 +18,7 @@ import {
   RpcError,
   runExtensionMethod,
 } from "./methods.js";
-import { absorbSwitch, absorbUpdate, currentMode, listModels, currentValue } from "./models.js";
+import { currentMode, listModels, currentValue } from "./models.js";
 import { metadataOverLimit } from "./params.js";
 import { advertiseExtensions } from "./advertise.js";
 import { describeRecord, fallbackList, mergeIntoAgentList } from "./session-list.js";
@@ -83,7 +83,7 @@ export class SandboxExtension implements ConnectionExtension {
       return true;
     // Re-attach before the agent replays history, so the replay is delivered.
     const sessionId = sessionIdOf(message);
-    if (ATTACHES.has(method) && sessionId !== undefined && state.muted.delete(sessionId)) state.save();
+    if (ATTACHES.has(method) && sessionId !== undefined) state.unmute(sessionId);
     return false;
   }
 
@@ -132,11 +132,10 @@ export class SandboxExtension implements ConnectionExtension {
     const sessionId = sessionIdOf(request);
     if (method === "session/set_config_option" && sessionId !== undefined) {
       state.absorb(sessionId, response.result);
-      state.save();
     }
     if ((method === "session/set_mode" || method === "session/set_model") && sessionId !== undefined) {
-      absorbSwitch(state.agentState(sessionId), method, isObject(request.params) ? request.params : {}, {});
-      state.save();
+      const params = isObject(request.params) ? request.params : {};
+      state.absorbSwitches(sessionId, [{ method, params, result: {} }]);
     }
     if (method === "session/list" && isObject(response.result))
       return mergeIntoAgentList(response.result, conn.agentId, this.store, state);
@@ -161,9 +160,7 @@ export class SandboxExtension implements ConnectionExtension {
     record.ended = false;
     record.updatedMs = Date.now();
     this.store.save(record);
-    state.seen.add(sessionId);
-    state.absorb(sessionId, result);
-    state.save();
+    state.adopt(sessionId, result);
   }
 
   /**
@@ -216,8 +213,7 @@ export class SandboxExtension implements ConnectionExtension {
     if (state.agentCloses) void conn.request("session/close", { sessionId });
     const record = this.store.get(conn.agentId, sessionId);
     if (record) record.ended = true;
-    state.seen.delete(sessionId);
-    state.save();
+    state.discard(sessionId);
     conn.forgetSession(sessionId);
   }
 
@@ -262,7 +258,7 @@ export class SandboxExtension implements ConnectionExtension {
     const record = this.countEvent(conn, sessionId);
     const update = isObject(message.params) ? message.params.update : undefined;
     if (!isObject(update)) return;
-    if (absorbUpdate(state, sessionId, update)) state.save();
+    state.absorbUpdate(sessionId, update);
     if (update.sessionUpdate === "session_info_update" && typeof update.title === "string")
       record.agentTitle = update.title;
   }
@@ -282,13 +278,13 @@ export class SandboxExtension implements ConnectionExtension {
    */
   async sessionReattached(sessionId: string, result: unknown, conn: ConnectionApi): Promise<void> {
     const state = this.states.of(conn);
-    const before = state.agent.get(sessionId);
-    const reported = new ConnectionState();
-    reported.absorb(sessionId, result);
+    const before = state.reported(sessionId);
+    const answer = new ConnectionState();
+    answer.absorb(sessionId, result);
     const wanted: { model?: string; mode?: string } = {};
     for (const key of ["model", "mode"] as const) {
       const value = currentValue(before, key);
-      if (value !== null && value !== currentValue(reported.agent.get(sessionId), key)) wanted[key] = value;
+      if (value !== null && value !== currentValue(answer.reported(sessionId), key)) wanted[key] = value;
     }
     state.absorb(sessionId, result);
     if (Object.keys(wanted).length > 0) {
@@ -305,7 +301,6 @@ export class SandboxExtension implements ConnectionExtension {
         state.applying.delete(sessionId);
       }
     }
-    state.save();
   }
 
   connectionClosed(connectionId: string): void {

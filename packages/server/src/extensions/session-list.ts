@@ -12,7 +12,7 @@ export function listMeta(
   sessionId: string,
 ): Record<string, unknown> {
   return {
-    ...effectiveMetadata(record?.metadata ?? {}, state.agent.get(sessionId)),
+    ...effectiveMetadata(record?.metadata ?? {}, state.reported(sessionId)),
     agent: agentId,
     createdAt: record?.createdAt ?? null,
     updatedAt: record ? new Date(record.updatedMs).toISOString() : null,
@@ -28,7 +28,7 @@ export function describeRecord(record: SessionRecord, state: ConnectionState): S
     sessionId: record.sessionId,
     title: title ?? null,
     cwd: record.cwd ?? null,
-    model: listModels(state.agent.get(record.sessionId), record.metadata.model).currentModelId,
+    model: listModels(state.reported(record.sessionId), record.metadata.model).currentModelId,
     createdAt: record.createdAt,
     updatedAt: new Date(record.updatedMs).toISOString(),
     ended: record.ended,

@@ -1,5 +1,6 @@
 import type { ConnectionApi } from "../runtime/extension.js";
 import { isObject } from "../protocol.js";
+import { absorbSwitch } from "./models.js";
 import type { StateTable } from "../store/event-store.js";
 
 /** What the server remembers about a session, across connections (and restarts, with a data directory). */
@@ -130,19 +131,28 @@ export interface SavedConnectionState {
   agent: Record<string, AgentSessionState>;
 }
 
-/** Per-connection extension state. */
+/** A successful `session/set_mode`, `set_model` or `set_config_option`, with the agent's result. */
+export interface AnsweredSwitch {
+  method: string;
+  params: Record<string, unknown>;
+  result: unknown;
+}
+
+/**
+ * Per-connection extension state. What a restart must not lose (`seen`, `muted`, `agent`) is
+ * changed only through this class's mutators, and `commit` alone decides when it is written: once
+ * per mutation that changed it, never for one that changed nothing, never per prompt or update.
+ */
 export class ConnectionState {
-  /** Every session seen on this connection, ended ones included, for the `session/list` fallback. */
-  readonly seen = new Set<string>();
-  /** Sessions whose `session/update`s are dropped (detached or terminated). */
-  readonly muted = new Set<string>();
+  private readonly seenIds = new Set<string>();
+  private readonly mutedIds = new Set<string>();
+  private readonly agent = new Map<string, AgentSessionState>();
   /**
    * Sessions whose creation answer is held while the `model`/`mode` asked for at creation is
    * applied: their updates meanwhile (the switch's own notifications) are absorbed, not shown; the
    * answer carries the outcome.
    */
   readonly applying = new Set<string>();
-  readonly agent = new Map<string, AgentSessionState>();
   /** Agent permission requests the client has not answered: request id key → session id. */
   readonly pendingPermissions = new Map<string, { id: string | number; sessionId: string }>();
   /** Ids of agent requests the server answered itself; a late client answer is swallowed. */
@@ -151,38 +161,134 @@ export class ConnectionState {
   agentCloses = false;
 
   constructor(
-    /** Writes `muted` and `agent` to the index (a no-op without a data directory). */
-    readonly save: () => void = () => {},
+    /** Writes the saved state to the index (none without a data directory). */
+    private readonly write: (saved: SavedConnectionState) => void = () => {},
   ) {}
+
+  /** Every session seen on this connection, ended ones included, for the `session/list` fallback. */
+  get seen(): ReadonlySet<string> {
+    return this.seenIds;
+  }
+
+  /** Sessions whose `session/update`s are dropped (detached or terminated). */
+  get muted(): ReadonlySet<string> {
+    return this.mutedIds;
+  }
 
   /** The part of the state a restart must not lose. */
   saved(): SavedConnectionState {
-    return { seen: [...this.seen], muted: [...this.muted], agent: Object.fromEntries(this.agent) };
+    return { seen: [...this.seenIds], muted: [...this.mutedIds], agent: Object.fromEntries(this.agent) };
   }
 
-  /** Takes back what `saved` returned before a restart. */
-  restore(saved: SavedConnectionState): void {
-    for (const sessionId of saved.seen) this.seen.add(sessionId);
-    for (const sessionId of saved.muted) this.muted.add(sessionId);
+  /** Takes back the sessions of a recovered connection and what `saved` returned before a restart (nothing is written). */
+  restore(sessionIds: Iterable<string>, saved: SavedConnectionState | undefined): void {
+    for (const sessionId of sessionIds) this.seenIds.add(sessionId);
+    if (!saved) return;
+    for (const sessionId of saved.seen) this.seenIds.add(sessionId);
+    for (const sessionId of saved.muted) this.mutedIds.add(sessionId);
     for (const [sessionId, state] of Object.entries(saved.agent)) this.agent.set(sessionId, state);
   }
 
-  agentState(sessionId: string): AgentSessionState {
+  /** What the agent reported about the session, if anything (nothing is created). */
+  reported(sessionId: string): Readonly<AgentSessionState> | undefined {
+    return this.agent.get(sessionId);
+  }
+
+  /**
+   * What the agent reported about the session (created empty on first use, unwritten until it
+   * holds something). The object stays the session's: it shows later changes.
+   */
+  agentState(sessionId: string): Readonly<AgentSessionState> {
+    return this.agentEntry(sessionId);
+  }
+
+  /** A session created, loaded, resumed or forked here, with the agent's answer (`absorb`). */
+  adopt(sessionId: string, result: unknown): void {
+    const before = this.agentJson(sessionId);
+    const added = this.addTo(this.seenIds, sessionId);
+    this.absorbInto(sessionId, result);
+    this.commit(added || this.agentJson(sessionId) !== before);
+  }
+
+  /** A session whose creation failed: no longer listed. */
+  discard(sessionId: string): void {
+    this.commit(this.seenIds.delete(sessionId));
+  }
+
+  /** The session's updates are dropped from now on. */
+  mute(sessionId: string): void {
+    this.commit(this.addTo(this.mutedIds, sessionId));
+  }
+
+  /** The session's updates are delivered again. */
+  unmute(sessionId: string): void {
+    this.commit(this.mutedIds.delete(sessionId));
+  }
+
+  /** Adopts `configOptions`/`models`/`modes` from a session/new|load|resume|fork or set_config_option result. */
+  absorb(sessionId: string, result: unknown): void {
+    if (!isObject(result)) return;
+    this.changeAgent(sessionId, () => this.absorbInto(sessionId, result));
+  }
+
+  /** Records what successful switch requests changed (one write for them all). */
+  absorbSwitches(sessionId: string, switches: readonly AnsweredSwitch[]): void {
+    if (switches.length === 0) return;
+    this.changeAgent(sessionId, (state) => {
+      for (const s of switches) absorbSwitch(state, s.method, s.params, s.result);
+    });
+  }
+
+  /** Keeps the tracked config options/mode in step with the agent's `session/update`s. */
+  absorbUpdate(sessionId: string, update: Record<string, unknown>): void {
+    // Runs for every update; streamed content (nearly all of them) must not even look the session up.
+    if (update.sessionUpdate === "config_option_update" && Array.isArray(update.configOptions)) {
+      const configOptions: unknown[] = update.configOptions;
+      this.changeAgent(sessionId, (state) => (state.configOptions = configOptions));
+    } else if (update.sessionUpdate === "current_mode_update") {
+      this.changeAgent(sessionId, (state) => {
+        if (state.modes) state.modes = { ...state.modes, currentModeId: update.currentModeId };
+      });
+    }
+  }
+
+  /** The one place that writes: the saved state, when a mutation changed it. */
+  private commit(changed: boolean): void {
+    if (changed) this.write(this.saved());
+  }
+
+  private addTo(set: Set<string>, sessionId: string): boolean {
+    const size = set.size;
+    return set.add(sessionId).size !== size;
+  }
+
+  /** Runs `change` on the session's agent state; written when its JSON differs after (the agent resends equal lists). */
+  private changeAgent(sessionId: string, change: (state: AgentSessionState) => void): void {
+    const before = this.agentJson(sessionId);
+    change(this.agentEntry(sessionId));
+    this.commit(this.agentJson(sessionId) !== before);
+  }
+
+  private absorbInto(sessionId: string, result: unknown): void {
+    if (!isObject(result)) return;
+    const state = this.agentEntry(sessionId);
+    if (Array.isArray(result.configOptions)) state.configOptions = result.configOptions;
+    if (isObject(result.models)) state.models = result.models;
+    if (isObject(result.modes)) state.modes = result.modes;
+  }
+
+  /** An absent entry reads as an empty one: creating one changes nothing to write. */
+  private agentJson(sessionId: string): string {
+    return JSON.stringify(this.agent.get(sessionId) ?? {});
+  }
+
+  private agentEntry(sessionId: string): AgentSessionState {
     let state = this.agent.get(sessionId);
     if (!state) {
       state = { configOptions: undefined, models: undefined, modes: undefined };
       this.agent.set(sessionId, state);
     }
     return state;
-  }
-
-  /** Adopts `configOptions`/`models`/`modes` from a session/new|load|resume|fork or set_config_option result. */
-  absorb(sessionId: string, result: unknown): void {
-    if (!isObject(result)) return;
-    const state = this.agentState(sessionId);
-    if (Array.isArray(result.configOptions)) state.configOptions = result.configOptions;
-    if (isObject(result.models)) state.models = result.models;
-    if (isObject(result.modes)) state.modes = result.modes;
   }
 }
 
@@ -199,11 +305,9 @@ export class ConnectionStates {
     let state = this.states.get(conn);
     if (!state) {
       const { table } = this;
-      state = new ConnectionState(table ? () => table.set(conn.id, state!.saved()) : undefined);
+      state = new ConnectionState(table ? (saved) => table.set(conn.id, saved) : undefined);
       // A connection recovered after a restart already has sessions, and maybe saved state.
-      for (const sessionId of conn.sessionIds) state.seen.add(sessionId);
-      const saved = table?.get(conn.id);
-      if (saved) state.restore(saved);
+      state.restore(conn.sessionIds, table?.get(conn.id));
       this.states.set(conn, state);
     }
     return state;

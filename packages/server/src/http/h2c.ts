@@ -3,12 +3,23 @@ import {
   constants,
   createServer as createHttp2Server,
   type Http2ServerRequest,
+  type Http2Session,
   type Http2ServerResponse,
   type ServerHttp2Session,
 } from "node:http2";
 import type { Socket } from "node:net";
 import type { HandledRequest, HandledResponse, RequestHandler } from "./listener.js";
 import { ProblemError, problems, sendProblem } from "./problem.js";
+import { unavailable } from "./unavailable.js";
+
+/**
+ * Open streams one HTTP/2 socket may have. `limits.maxSockets` bounds sockets, not what is
+ * multiplexed on one, so a single client could otherwise hold unbounded requests and SSE readers.
+ * Past it a stream gets a 503 problem saying to open another connection. It is not advertised as
+ * SETTINGS_MAX_CONCURRENT_STREAMS: a client would queue the extra request, and a request queued
+ * behind long-lived SSE streams would wait for ever instead of being told why.
+ */
+export const MAX_STREAMS_PER_SOCKET = 128;
 
 declare module "node:http2" {
   // Present at runtime (lib/internal/http2/compat.js) but missing from @types/node 20.
@@ -30,10 +41,12 @@ export function h2cServer(
   idleMs: () => number,
 ): H2cServer {
   const http2 = createHttp2Server();
-  http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) =>
-    serveHttp2(req, res, handler, requestTimeoutMs),
-  );
-  const sessions = trackSessions(http2, idleMs);
+  const open = new WeakMap<Http2Session, number>();
+  http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    if ((open.get(req.stream.session!) ?? 0) > MAX_STREAMS_PER_SOCKET) refuseStream(res);
+    else serveHttp2(req, res, handler, requestTimeoutMs);
+  });
+  const sessions = trackSessions(http2, idleMs, open);
   return {
     accept: (socket) => http2.emit("connection", socket),
     closeAll: () => {
@@ -43,27 +56,41 @@ export function h2cServer(
 }
 
 /**
- * Tracks live sessions for shutdown and closes a session once it has had no open stream for
- * `idleMs`, as HTTP/1.1 keep-alive does; sessions with an open (SSE) stream stay.
+ * Tracks live sessions for shutdown and each one's open streams (in `open`, this stream included
+ * when its request is handled), and closes a session once it has had no open stream for `idleMs`,
+ * as HTTP/1.1 keep-alive does; sessions with an open (SSE) stream stay.
  */
 function trackSessions(
   http2: ReturnType<typeof createHttp2Server>,
   idleMs: () => number,
+  open: WeakMap<Http2Session, number>,
 ): Set<ServerHttp2Session> {
   const sessions = new Set<ServerHttp2Session>();
   http2.on("session", (session: ServerHttp2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
-    let open = 0;
-    session.on("stream", (stream) => {
-      open++;
-      stream.once("close", () => open--);
+    open.set(session, 0);
+    // Before node:http2's own listener, which turns the stream into a request at once.
+    session.prependListener("stream", (stream) => {
+      open.set(session, open.get(session)! + 1);
+      stream.once("close", () => open.set(session, open.get(session)! - 1));
     });
     session.setTimeout(idleMs(), () => {
-      if (open === 0) session.close();
+      if (open.get(session) === 0) session.close();
     });
   });
   return sessions;
+}
+
+/** A stream past `MAX_STREAMS_PER_SOCKET`: a 503 problem, and RST_STREAM NO_ERROR so the client sends no body. */
+function refuseStream(res: Http2ServerResponse): void {
+  const problem = unavailable(
+    `This HTTP/2 connection has ${MAX_STREAMS_PER_SOCKET} open streams, the most the server allows on one; ` +
+      "retry once one of them has ended, or open another connection.",
+    { limit: MAX_STREAMS_PER_SOCKET },
+  );
+  sendProblem(res as unknown as ServerResponse, problem);
+  res.stream.close(constants.NGHTTP2_NO_ERROR);
 }
 
 function serveHttp2(

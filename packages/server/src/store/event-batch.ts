@@ -41,8 +41,3 @@ export function eventBytes(batch: EventBatch, i: number): Buffer {
   copy.set(new Uint8Array(buf.buffer, buf.byteOffset + start, length));
   return copy;
 }
-
-/** Every event of the batch as a string. */
-export function batchTexts(batch: EventBatch): string[] {
-  return batch.starts.map((start, i) => batch.buffers[i]!.toString("utf8", start, batch.ends[i]));
-}

@@ -17,7 +17,7 @@
  *   `Authorization: Bearer` or a single-use `?ticket=` from `POST /v2/rpc/ticket` (browsers), never
  *   with the token in the URL.
  */
-import { randomUUID } from "node:crypto";
+import { nodeCrypto } from "../lazy-crypto.js";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
@@ -97,7 +97,9 @@ export function rpcSocketServer(deps: RpcSocketDeps): RpcSocketServer {
     handle(req, socket, head) {
       try {
         const admitted = admit(req, deps);
-        const id = admitted.conn?.id ?? randomUUID();
+        // A new connection's id is named by the 101, before its `initialize` creates it. (node:crypto
+        // through the server's lazy loader, as everywhere; the 101's accept-key hash is ws's.)
+        const id = admitted.conn?.id ?? nodeCrypto().randomUUID();
         if (!admitted.conn) named.set(req, id);
         wss.handleUpgrade(req, socket, head, (ws) => {
           const rpcSocket = new RpcSocket(ws, socket, deps, id, admitted);

@@ -7,7 +7,7 @@ import {
   type RunningServer,
   type SseEvent,
 } from "@sandbox-agent/testkit";
-import { agentText, RawConnection, type RpcMessage, type SseReader } from "./rpc.js";
+import { agentText, type RpcMessage, type SseReader } from "./rpc.js";
 
 /** Helpers of the durable-connection tests: a server on a data directory, stopped and started again. */
 
@@ -35,19 +35,51 @@ export function serve(s: ServerSetup): Promise<RunningServer> {
   });
 }
 
-/** Stops the server with `signal`; resolves once it exited and the client's stream ended. */
-export async function kill(server: RunningServer, signal: NodeJS.Signals, sse: SseReader): Promise<void> {
-  const exited = new Promise((resolve) => server.process.once("exit", resolve));
-  server.process.kill(signal);
-  await exited;
-  await sse.done;
+/** The server on one data directory, stopped and started again by a test: each run finds the same connections. */
+export class Restartable {
+  private current: RunningServer;
+
+  constructor(
+    readonly setup: ServerSetup,
+    first: RunningServer,
+  ) {
+    this.current = first;
+  }
+
+  /** The current run. */
+  get server(): RunningServer {
+    return this.current;
+  }
+
+  /** Stops the current run with `signal`; resolves once it exited and the client's stream `sse` ended. */
+  async kill(signal: NodeJS.Signals, sse: SseReader): Promise<void> {
+    const exited = new Promise((resolve) => this.current.process.once("exit", resolve));
+    this.current.process.kill(signal);
+    await exited;
+    await sse.done;
+  }
+
+  /** Starts the server again on the same data directory; resolves once it listens. */
+  async start(): Promise<RunningServer> {
+    this.current = await serve(this.setup);
+    return this.current;
+  }
+
+  /** `kill`, then `start`. */
+  async restart(signal: NodeJS.Signals, sse: SseReader): Promise<RunningServer> {
+    await this.kill(signal, sse);
+    return this.start();
+  }
 }
 
-/** A connection to the mock agent with its stream open and one session. */
-export async function openSession(server: RunningServer) {
-  const conn = await RawConnection.open(server);
-  const sse = await conn.openSse(null);
-  return { conn, sse, sessionId: await conn.newSession(sse) };
+/** Runs `test` with the server on `s`, which it may restart; the run current when it ends is stopped. */
+export async function withRestarts<T>(s: ServerSetup, test: (run: Restartable) => Promise<T>): Promise<T> {
+  const run = new Restartable(s, await serve(s));
+  try {
+    return await test(run);
+  } finally {
+    await run.server.stop();
+  }
 }
 
 /** The events that carried a message (not priming events, comments or retry hints). */

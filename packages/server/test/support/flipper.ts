@@ -1,10 +1,24 @@
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempDir } from "@sandbox-agent/testkit";
 
 const FLIPPER = fileURLToPath(new URL("./flip-symlink.js", import.meta.url));
+
+/**
+ * The tree the race tests start from: a root with `d/file.txt` ("inside"), and a directory outside
+ * it with `file.txt` and `only-outside.txt` (both `secret`), which `d` is swapped for.
+ */
+export function raceTree(prefix: string, secret: string): { root: string; outside: string } {
+  const root = tempDir(`${prefix}-root-`);
+  const outside = tempDir(`${prefix}-outside-`);
+  mkdirSync(path.join(root, "d"));
+  writeFileSync(path.join(root, "d", "file.txt"), "inside");
+  writeFileSync(path.join(outside, "file.txt"), secret);
+  writeFileSync(path.join(outside, "only-outside.txt"), secret);
+  return { root, outside };
+}
 
 export interface Flipper {
   /** False once the hostile process has exited by itself (it reached its time cap). */

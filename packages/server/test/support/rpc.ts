@@ -188,3 +188,12 @@ export function agentText(messages: RpcMessage[], sessionId?: string): string {
     .map((u) => u.content!.text)
     .join("");
 }
+
+/** A new connection to the mock agent with its stream open and one session. */
+export async function openSession(
+  server: RunningServer,
+): Promise<{ conn: RawConnection; sse: SseReader; sessionId: string }> {
+  const conn = await RawConnection.open(server);
+  const sse = await conn.openSse(null);
+  return { conn, sse, sessionId: await conn.newSession(sse) };
+}
