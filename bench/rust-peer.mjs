@@ -2,9 +2,11 @@
 // Benchmark: this server against the Rust `sandbox-agent` 0.4.2 binary and the Node floor
 // (bench/node-floor-server.mjs: node:http doing the same I/O and nothing else), side by side in one
 // run with the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
-//   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"]
+//   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"] [--profile DIR]
 // --server-args adds node options to the command line of our server and of the floor (for example
-// "--max-semi-space-size=4").
+// "--max-semi-space-size=4"). --profile DIR measures nothing else: it CPU-profiles ours and the floor
+// over the first 500 and the next 1,000 turns (the cold and warm rows), writes DIR/KIND-PHASE.cpuprofile
+// and prints where each one's main thread spent that time.
 // The Rust binary is a prebuilt executable, so it is never a dependency of this repository:
 // `--install` puts `@sandbox-agent/cli-linux-x64@0.4.2` into bench/.rust-peer/ (gitignored), or
 // point SANDBOX_AGENT_RUST_BIN at one. Always run with `--no-telemetry`.
@@ -25,6 +27,7 @@ import {
   startServer,
   untilHealthy,
 } from "./common.mjs";
+import { profileWindow, summarize } from "./cpu-profile.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const peerDir = path.join(here, ".rust-peer");
@@ -193,11 +196,11 @@ async function session(conn) {
 const nodeArgs = serverNodeArgs();
 const floorServer = path.join(here, "node-floor-server.mjs");
 /** The three servers; the floor is started and polled exactly as ours is, with the same mock agent. */
-const start = (kind, bin) =>
+const start = (kind, bin, extraNodeArgs = []) =>
   kind === "ours"
-    ? startServer([], undefined, nodeArgs)
+    ? startServer([], undefined, [...nodeArgs, ...extraNodeArgs])
     : kind === "floor"
-      ? startNode([...nodeArgs, floorServer, process.execPath, mockAgentBin])
+      ? startNode([...nodeArgs, ...extraNodeArgs, floorServer, process.execPath, mockAgentBin])
       : startPeer(bin);
 const KINDS = ["ours", "rust", "floor"];
 
@@ -209,21 +212,28 @@ async function measureStart(kind, bin) {
   return { startMs: server.startMs, idleRss: idle };
 }
 
-/** The first requests of a fresh connection: prompt latency per request, then warm CPU per request. */
-async function measureRequests(kind, server) {
+/**
+ * The first requests of a fresh connection: prompt latency per request, then warm CPU per request.
+ * `phase` runs each of the two loops (the profile mode wraps them in a profiler).
+ */
+async function measureRequests(kind, server, phase = (_name, work) => work()) {
   const conn = new Connection(kind, server.url);
   await conn.open();
   const sessionId = await session(conn);
   const prompt = (text) => conn.call("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
   const cold = [];
-  for (let i = 0; i < COLD_REQUESTS; i++) {
-    const t = performance.now();
-    await prompt("echo ping");
-    cold.push(performance.now() - t);
-  }
+  await phase("cold", async () => {
+    for (let i = 0; i < COLD_REQUESTS; i++) {
+      const t = performance.now();
+      await prompt("echo ping");
+      cold.push(performance.now() - t);
+    }
+  });
   const cpu0 = cpuMs(server.child.pid);
   const t0 = performance.now();
-  for (let i = 0; i < WARM_REQUESTS; i++) await prompt("echo ping");
+  await phase("warm", async () => {
+    for (let i = 0; i < WARM_REQUESTS; i++) await prompt("echo ping");
+  });
   const warmMs = performance.now() - t0;
   const cpuPerRequestUs = ((cpuMs(server.child.pid) - cpu0) * 1000) / WARM_REQUESTS;
   await conn.close();
@@ -275,7 +285,27 @@ async function measureConnections(kind, server) {
   return bytes;
 }
 
+/** `--profile DIR`: where the main thread of ours and of the floor spends the request rows' time. */
+async function profileRequests(dir) {
+  mkdirSync(dir, { recursive: true });
+  for (const kind of ["ours", "floor"]) {
+    const port = await freePort();
+    const server = await start(kind, undefined, [`--inspect=127.0.0.1:${port}`]);
+    const requests = await measureRequests(kind, server, async (name, work) => {
+      const profile = await profileWindow(port, work);
+      const turns = name === "cold" ? COLD_REQUESTS : WARM_REQUESTS;
+      console.log(
+        `${kind}, ${name} turns:\n${summarize(profile, turns, path.join(dir, `${kind}-${name}.cpuprofile`))}`,
+      );
+    });
+    console.log(kind, requests);
+    server.stop();
+  }
+}
+
 async function main() {
+  const profileAt = process.argv.indexOf("--profile");
+  if (profileAt !== -1) return profileRequests(process.argv[profileAt + 1]);
   const bin = peerBinary();
   const kinds = KINDS;
   const starts = { ours: [], rust: [], floor: [] };
