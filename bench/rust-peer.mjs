@@ -204,12 +204,21 @@ const start = (kind, bin, extraNodeArgs = []) =>
       : startPeer(bin);
 const KINDS = ["ours", "rust", "floor"];
 
+/** Spawn → exit of `node -e 0`: what starting the Node runtime costs before any server code runs. */
+async function measureEmptyNode() {
+  const started = performance.now();
+  await new Promise((resolve) =>
+    spawn(process.execPath, ["-e", "0"], { stdio: "ignore" }).once("exit", resolve),
+  );
+  return performance.now() - started;
+}
+
 async function measureStart(kind, bin) {
   const server = await start(kind, bin);
   await sleep(1000);
   const idle = rss(server.child.pid);
   server.stop();
-  return { startMs: server.startMs, idleRss: idle };
+  return { startMs: server.startMs, listenMs: server.listenMs, idleRss: idle };
 }
 
 /**
@@ -309,7 +318,11 @@ async function main() {
   const bin = peerBinary();
   const kinds = KINDS;
   const starts = { ours: [], rust: [], floor: [] };
-  for (let i = 0; i < STARTS; i++) for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
+  const emptyNode = [];
+  for (let i = 0; i < STARTS; i++) {
+    for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
+    emptyNode.push(await measureEmptyNode());
+  }
   log("start and idle RSS measured");
   const results = {};
   for (const kind of kinds) {
@@ -337,6 +350,7 @@ async function main() {
     const s = streams[kind];
     summary[kind] = {
       startMs: Math.round(median(starts[kind].map((x) => x.startMs))),
+      listenMs: kind === "rust" ? "" : Math.round(median(starts[kind].map((x) => x.listenMs))),
       idleRssMiB: mib(median(starts[kind].map((x) => x.idleRss))),
       coldP50Ms: Number(results[kind].requests.coldP50.toFixed(3)),
       coldP99Ms: Number(results[kind].requests.coldP99.toFixed(3)),
@@ -351,6 +365,7 @@ async function main() {
       streamInOrder: s.every((x) => x.ordered),
     };
   }
+  summary.emptyNodeMs = Math.round(median(emptyNode));
   if (asJson) return console.log(JSON.stringify(summary, null, 2));
   const ratio = (a, b) =>
     typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";
@@ -364,6 +379,9 @@ async function main() {
       "| --- | --- | --- | --- | --- | --- | --- |",
       ...rows,
     ].join("\n"),
+  );
+  console.log(
+    `\n\`node -e 0\`, spawn → exit (ms, median of ${STARTS}, in the same rounds): ${summary.emptyNodeMs}`,
   );
 }
 
