@@ -116,6 +116,11 @@ const server = http.createServer((req, res) => {
   if (req.url === "/v2/rpc") return void rpc(req, res);
   res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
 });
+// Stops the agents' process groups as ours does, and exits normally (so `--cpu-prof` can write).
+process.once("SIGTERM", () => {
+  for (const conn of connections.values()) conn.close();
+  process.exit(0);
+});
 server.listen(0, "127.0.0.1", () =>
   console.log(`sandbox-agent listening on http://127.0.0.1:${server.address().port}`),
 );
