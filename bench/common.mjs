@@ -40,22 +40,26 @@ export async function startServer(extraArgs = [], configJson, nodeArgs = []) {
 
 /**
  * Spawns `node ARGS`, waits for its "listening on URL" line on stdout, then for a 200 on
- * `/v2/health`; `startMs` is spawn → healthy.
+ * `/v2/health`; `startMs` is spawn → healthy, `listenMs` spawn → the "listening" line.
  */
 export async function startNode(args, env = process.env) {
   const started = performance.now();
+  let listenMs;
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"], env });
   const url = await new Promise((resolve, reject) => {
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d) => {
       out += d;
       const m = /listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
+      if (m) {
+        listenMs ??= performance.now() - started;
+        resolve(m[1]);
+      }
     });
     child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
   });
   await untilHealthy(`${url}/v2/health`);
-  return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
+  return { url, child, startMs: performance.now() - started, listenMs, stop: () => child.kill("SIGTERM") };
 }
 
 /** Resolves once `healthUrl` answers 200 (connection errors are retried). */

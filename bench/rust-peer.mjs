@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-// Benchmark: this server against the Rust `sandbox-agent` 0.4.2 binary, side by side in one run with
-// the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
-//   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"]
-// --server-args adds node options to our server's command line (for example "--max-semi-space-size=4").
+// Benchmark: this server against the Rust `sandbox-agent` 0.4.2 binary and the Node floor
+// (bench/node-floor-server.mjs: node:http doing the same I/O and nothing else), side by side in one
+// run with the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
+//   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"] [--profile DIR]
+// --server-args adds node options to the command line of our server and of the floor (for example
+// "--max-semi-space-size=4"). --profile DIR measures nothing else: it CPU-profiles ours and the floor
+// over the first 500 and the next 1,000 turns (the cold and warm rows), writes DIR/KIND-PHASE.cpuprofile
+// and prints where each one's main thread spent that time.
 // The Rust binary is a prebuilt executable, so it is never a dependency of this repository:
 // `--install` puts `@sandbox-agent/cli-linux-x64@0.4.2` into bench/.rust-peer/ (gitignored), or
 // point SANDBOX_AGENT_RUST_BIN at one. Always run with `--no-telemetry`.
@@ -23,6 +27,7 @@ import {
   startServer,
   untilHealthy,
 } from "./common.mjs";
+import { profileWindow, summarize } from "./cpu-profile.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const peerDir = path.join(here, ".rust-peer");
@@ -111,7 +116,9 @@ class Connection {
     this.pending = new Map();
     this.onUpdate = () => {};
     this.nextId = 1;
-    this.url = kind === "ours" ? `${base}/v2/rpc` : `${base}/v1/acp/bench-${process.pid}-${Connection.seq++}`;
+    // Ours and the floor speak `/v2/rpc`; the Rust peer its `/v1/acp/{server id}`.
+    this.v2 = kind !== "rust";
+    this.url = this.v2 ? `${base}/v2/rpc` : `${base}/v1/acp/bench-${process.pid}-${Connection.seq++}`;
   }
 
   async open() {
@@ -122,15 +129,15 @@ class Connection {
       params: { protocolVersion: 1, clientCapabilities: {} },
     };
     const headers = { "content-type": "application/json", accept: "application/json" };
-    if (this.kind === "ours") init.params._meta = { "sandboxagent.dev": { agent: "mock" } };
+    if (this.v2) init.params._meta = { "sandboxagent.dev": { agent: "mock" } };
     const res = await request(
-      this.kind === "ours" ? this.url : `${this.url}?agent=mock`,
+      this.v2 ? this.url : `${this.url}?agent=mock`,
       "POST",
       headers,
       JSON.stringify(init),
     );
     if (res.status !== 200) throw new Error(`${this.kind} initialize: ${res.status} ${res.text}`);
-    this.headers = this.kind === "ours" ? { "acp-connection-id": res.headers["acp-connection-id"] } : {};
+    this.headers = this.v2 ? { "acp-connection-id": res.headers["acp-connection-id"] } : {};
     await new Promise((resolve, reject) => {
       const req = http.get(
         this.url,
@@ -186,41 +193,56 @@ async function session(conn) {
   return (await conn.call("session/new", { cwd: "/tmp", mcpServers: [] })).result.sessionId;
 }
 
-/**
- * The Node floor: a bare `node:http` server that prints the same "listening on" line and answers
- * every request 200, started and polled exactly as ours is.
- */
-const FLOOR_SERVER = `const s = require("node:http").createServer((q, r) => r.end('{"status":"ok"}'));
-s.listen(0, "127.0.0.1", () => console.log("sandbox-agent listening on http://127.0.0.1:" + s.address().port));`;
-
 const nodeArgs = serverNodeArgs();
-const startOurs = () => startServer([], undefined, nodeArgs);
-const startFloor = () => startNode(["-e", FLOOR_SERVER]);
+const floorServer = path.join(here, "node-floor-server.mjs");
+/** The three servers; the floor is started and polled exactly as ours is, with the same mock agent. */
+const start = (kind, bin, extraNodeArgs = []) =>
+  kind === "ours"
+    ? startServer([], undefined, [...nodeArgs, ...extraNodeArgs])
+    : kind === "floor"
+      ? startNode([...nodeArgs, ...extraNodeArgs, floorServer, process.execPath, mockAgentBin])
+      : startPeer(bin);
+const KINDS = ["ours", "rust", "floor"];
+
+/** Spawn → exit of `node -e 0`: what starting the Node runtime costs before any server code runs. */
+async function measureEmptyNode() {
+  const started = performance.now();
+  await new Promise((resolve) =>
+    spawn(process.execPath, ["-e", "0"], { stdio: "ignore" }).once("exit", resolve),
+  );
+  return performance.now() - started;
+}
 
 async function measureStart(kind, bin) {
-  const server =
-    kind === "ours" ? await startOurs() : kind === "floor" ? await startFloor() : await startPeer(bin);
+  const server = await start(kind, bin);
   await sleep(1000);
   const idle = rss(server.child.pid);
   server.stop();
-  return { startMs: server.startMs, idleRss: idle };
+  return { startMs: server.startMs, listenMs: server.listenMs, idleRss: idle };
 }
 
-/** The first requests of a fresh connection: prompt latency per request, then warm CPU per request. */
-async function measureRequests(kind, server) {
+/**
+ * The first requests of a fresh connection: prompt latency per request, then warm CPU per request.
+ * `phase` runs each of the two loops (the profile mode wraps them in a profiler).
+ */
+async function measureRequests(kind, server, phase = (_name, work) => work()) {
   const conn = new Connection(kind, server.url);
   await conn.open();
   const sessionId = await session(conn);
   const prompt = (text) => conn.call("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
   const cold = [];
-  for (let i = 0; i < COLD_REQUESTS; i++) {
-    const t = performance.now();
-    await prompt("echo ping");
-    cold.push(performance.now() - t);
-  }
+  await phase("cold", async () => {
+    for (let i = 0; i < COLD_REQUESTS; i++) {
+      const t = performance.now();
+      await prompt("echo ping");
+      cold.push(performance.now() - t);
+    }
+  });
   const cpu0 = cpuMs(server.child.pid);
   const t0 = performance.now();
-  for (let i = 0; i < WARM_REQUESTS; i++) await prompt("echo ping");
+  await phase("warm", async () => {
+    for (let i = 0; i < WARM_REQUESTS; i++) await prompt("echo ping");
+  });
   const warmMs = performance.now() - t0;
   const cpuPerRequestUs = ((cpuMs(server.child.pid) - cpu0) * 1000) / WARM_REQUESTS;
   await conn.close();
@@ -272,21 +294,44 @@ async function measureConnections(kind, server) {
   return bytes;
 }
 
+/** `--profile DIR`: where the main thread of ours and of the floor spends the request rows' time. */
+async function profileRequests(dir) {
+  mkdirSync(dir, { recursive: true });
+  for (const kind of ["ours", "floor"]) {
+    const port = await freePort();
+    const server = await start(kind, undefined, [`--inspect=127.0.0.1:${port}`]);
+    const requests = await measureRequests(kind, server, async (name, work) => {
+      const profile = await profileWindow(port, work);
+      const turns = name === "cold" ? COLD_REQUESTS : WARM_REQUESTS;
+      console.log(
+        `${kind}, ${name} turns:\n${summarize(profile, turns, path.join(dir, `${kind}-${name}.cpuprofile`))}`,
+      );
+    });
+    console.log(kind, requests);
+    server.stop();
+  }
+}
+
 async function main() {
+  const profileAt = process.argv.indexOf("--profile");
+  if (profileAt !== -1) return profileRequests(process.argv[profileAt + 1]);
   const bin = peerBinary();
-  const kinds = ["ours", "rust"];
+  const kinds = KINDS;
   const starts = { ours: [], rust: [], floor: [] };
-  for (let i = 0; i < STARTS; i++)
-    for (const kind of [...kinds, "floor"]) starts[kind].push(await measureStart(kind, bin));
+  const emptyNode = [];
+  for (let i = 0; i < STARTS; i++) {
+    for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
+    emptyNode.push(await measureEmptyNode());
+  }
   log("start and idle RSS measured");
   const results = {};
   for (const kind of kinds) {
-    const server = kind === "ours" ? await startOurs() : await startPeer(bin);
+    const server = await start(kind, bin);
     const requests = await measureRequests(kind, server);
     log(kind, "requests", requests);
     results[kind] = { requests, server };
   }
-  const streams = { ours: [], rust: [] };
+  const streams = { ours: [], rust: [], floor: [] };
   for (let i = 0; i < STREAM_ROUNDS; i++)
     for (const kind of kinds) streams[kind].push(await measureStream(kind, results[kind].server));
   log("streams", streams);
@@ -296,7 +341,7 @@ async function main() {
   }
   // The same on a fresh server: what connections hold, without what the streams above left behind.
   for (const kind of kinds) {
-    const server = kind === "ours" ? await startOurs() : await startPeer(bin);
+    const server = await start(kind, bin);
     results[kind].rss50Fresh = await measureConnections(kind, server);
     server.stop();
   }
@@ -305,6 +350,7 @@ async function main() {
     const s = streams[kind];
     summary[kind] = {
       startMs: Math.round(median(starts[kind].map((x) => x.startMs))),
+      listenMs: kind === "rust" ? "" : Math.round(median(starts[kind].map((x) => x.listenMs))),
       idleRssMiB: mib(median(starts[kind].map((x) => x.idleRss))),
       coldP50Ms: Number(results[kind].requests.coldP50.toFixed(3)),
       coldP99Ms: Number(results[kind].requests.coldP99.toFixed(3)),
@@ -319,22 +365,23 @@ async function main() {
       streamInOrder: s.every((x) => x.ordered),
     };
   }
-  summary.nodeFloor = {
-    startMs: Math.round(median(starts.floor.map((x) => x.startMs))),
-    idleRssMiB: mib(median(starts.floor.map((x) => x.idleRss))),
-  };
+  summary.emptyNodeMs = Math.round(median(emptyNode));
   if (asJson) return console.log(JSON.stringify(summary, null, 2));
+  const ratio = (a, b) =>
+    typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";
   const rows = Object.keys(summary.ours).map((key) => {
-    const [a, b, floor] = [summary.ours[key], summary.rust[key], summary.nodeFloor[key]];
-    const ratio = typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";
-    return `| ${key} | ${a} | ${b} | ${ratio} | ${floor ?? ""} |`;
+    const [ours, rust, floor] = kinds.map((kind) => summary[kind][key]);
+    return `| ${key} | ${ours} | ${rust} | ${floor} | ${ratio(ours, rust)} | ${ratio(floor, rust)} | ${ratio(ours, floor)} |`;
   });
   console.log(
     [
-      "| figure | ours | Rust 0.4.2 | ours / Rust | bare node:http |",
-      "| --- | --- | --- | --- | --- |",
+      "| figure | ours | Rust 0.4.2 | Node floor | ours / Rust | floor / Rust | ours / floor |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
       ...rows,
     ].join("\n"),
+  );
+  console.log(
+    `\n\`node -e 0\`, spawn → exit (ms, median of ${STARTS}, in the same rounds): ${summary.emptyNodeMs}`,
   );
 }
 

@@ -36,6 +36,9 @@ describe("start-up loads only the transport and health", () => {
       "/node_modules/ws/",
       // HTTP/2 (and the TLS and crypto modules it pulls in) loads with the first h2c connection.
       "node:http2",
+      // Each built-in imported at start costs idle memory; these load on first use (`lazy-builtins.ts`).
+      "node:zlib",
+      "node:fs/promises",
     ])
       assert.equal(
         loaded().some((url) => url.includes(lazy)),

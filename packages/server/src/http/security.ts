@@ -1,4 +1,4 @@
-import { nodeCrypto } from "../lazy-crypto.js";
+import { nodeCrypto } from "../lazy-builtins.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { problems } from "./problem.js";
 

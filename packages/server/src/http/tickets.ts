@@ -1,4 +1,4 @@
-import { nodeCrypto } from "../lazy-crypto.js";
+import { nodeCrypto } from "../lazy-builtins.js";
 
 /**
  * Short-lived single-use tickets that authenticate one WebSocket upgrade. Browsers cannot send

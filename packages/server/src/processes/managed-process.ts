@@ -1,4 +1,4 @@
-import { nodeCrypto } from "../lazy-crypto.js";
+import { nodeCrypto } from "../lazy-builtins.js";
 import type { ChildHandle } from "./child.js";
 import { ProcessError } from "./command.js";
 import {

@@ -15,8 +15,9 @@
  * kernel then sends SIGWINCH); `script -e` reports a command killed by signal N as exit 128+N.
  */
 import { execFile } from "node:child_process";
-import { readdir, readlink } from "node:fs/promises";
-import { readdirSync, readFileSync } from "node:fs";
+// `fs.promises` rather than `node:fs/promises`: this module is on the start path, and importing
+// that module costs an idle server memory for a directory read it may never do.
+import { promises as fsp, readdirSync, readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { resolveCommand, ProcessError } from "./command.js";
 
@@ -65,8 +66,8 @@ function scriptBinary(): string {
 /** The terminal device `script` (pid) holds, e.g. `/dev/pts/3`. */
 export async function findTerminal(pid: number): Promise<string | undefined> {
   const dir = `/proc/${pid}/fd`;
-  for (const fd of await readdir(dir).catch(() => [])) {
-    const target = await readlink(`${dir}/${fd}`).catch(() => "");
+  for (const fd of await fsp.readdir(dir).catch(() => [])) {
+    const target = await fsp.readlink(`${dir}/${fd}`).catch(() => "");
     if (target.startsWith("/dev/pts/")) return target;
   }
   return undefined;

@@ -1,4 +1,4 @@
-import { nodeCrypto } from "../lazy-crypto.js";
+import { nodeCrypto } from "../lazy-builtins.js";
 import { shortId, type Logger } from "../log.js";
 import type { EventStore, StateTable } from "../store/event-store.js";
 import { Connection, type ConnectionOptions } from "./connection.js";

@@ -10,7 +10,7 @@
  * crc32 covers count, payload bytes, time and payload, so a torn or corrupt frame is recognised;
  * the time is what age-based retention reads.
  */
-import { crc32 } from "node:zlib";
+import { crc32 } from "../lazy-builtins.js";
 
 export const SEGMENT_MAGIC = Buffer.from("SAEVLOG1", "latin1");
 export const SEGMENT_HEADER_BYTES = 16;

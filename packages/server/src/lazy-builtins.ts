@@ -1,0 +1,24 @@
+import { createRequire } from "node:module";
+
+/**
+ * Node built-ins that an idle server never needs, loaded on first use: each one imported at start
+ * costs start-up time and memory (its module, its bindings, and the allocations that push start-up
+ * past the young generation's first scavenge, after which both semi-spaces stay resident).
+ */
+const require = createRequire(import.meta.url);
+
+let crypto: typeof import("node:crypto") | undefined;
+let zlib: typeof import("node:zlib") | undefined;
+
+/**
+ * `node:crypto`: it brings OpenSSL's set-up (~1 MiB of memory and a few ms). Its users (ids of new
+ * connections and processes, tickets, the token check) call it when they run.
+ */
+export function nodeCrypto(): typeof import("node:crypto") {
+  return (crypto ??= require("node:crypto") as typeof import("node:crypto"));
+}
+
+/** `zlib.crc32` (the event log's frame checksum): `node:zlib` and its binding load with the first frame. */
+export function crc32(data: Uint8Array, value?: number): number {
+  return (zlib ??= require("node:zlib") as typeof import("node:zlib")).crc32(data, value);
+}
