@@ -48,7 +48,7 @@ function fillDataDir(dataDir) {
     for (let bytes = 0, seq = 1; bytes < perConnection;) {
       for (let n = 0; n < 500; n++, seq++) {
         const data = event(seq);
-        connectionLog.append(data);
+        connectionLog.append(data, "utf8");
         bytes += data.length;
       }
       connectionLog.commit();

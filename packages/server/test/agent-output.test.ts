@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
-import { mockWith, stdinLog } from "./support/agents.js";
+import { filteredMock, mockWith, stdinLog } from "./support/agents.js";
 import { processesWith } from "./support/procs.js";
 import { agentText, RawConnection } from "./support/rpc.js";
 
@@ -58,6 +58,11 @@ describe("agent output: SSE framing, stdout EOF", () => {
         agents: {
           // Every JSON line as `{\r"jsonrpc"…`: valid JSON, but a bare CR ends an SSE line.
           cr: mockWith("--cr-in-json"),
+          // Text chunks with characters of every UTF-8 length, CRLF line ends, and one line that
+          // is not in the canonical form (a space after a colon), so it is parsed instead.
+          bytes: filteredMock(
+            `(line) => line.includes('"agent_message_chunk"') ? line + "\\r\\n" + line.replace('"jsonrpc":', '"jsonrpc": ') + "\\r" : line`,
+          ),
           mute: mockWith("--ignore-stdin-eof", "--stdin-log", muteLog),
         },
         limits: { killGraceMs: 300 },
@@ -82,6 +87,34 @@ describe("agent output: SSE framing, stdout EOF", () => {
     const firstId = sse.events.find((e) => e.id !== undefined)!.id!;
     const events = await rawSse(server, conn.id, firstId, /("stopReason":"end_turn"[\s\S]*){2}/);
     assert.equal(events.includes("\r"), false, JSON.stringify(events.slice(0, 500)));
+    sse.close();
+    await conn.delete();
+  });
+
+  it("an agent's text chunks reach the stream as its own bytes: multi-byte characters, CRLF, non-canonical lines", async () => {
+    const conn = await RawConnection.open(server, "bytes");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const text = 'ascii é ß ✓ € 😀 𝄞 \\ " \u2028 end';
+    const done = await conn.prompt(sse, sessionId, `echo ${text}`);
+    assert.equal(done.result?.stopReason, "end_turn");
+    // Each chunk twice: the canonical line (recognised on its bytes) and the spaced one (parsed).
+    assert.equal(agentText(sse.messages(), sessionId), text + text);
+    const firstId = sse.events.find((e) => e.id !== undefined)!.id!;
+    const body = await rawSse(server, conn.id, firstId, /"stopReason":"end_turn"/);
+    // The body's characters are its bytes (latin1): the canonical line went through unchanged.
+    const utf8 = Buffer.from(body, "latin1").toString("utf8");
+    const canonical = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId,
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
+      },
+    });
+    assert.ok(utf8.includes(`data: ${canonical}\n`), utf8.slice(0, 1000));
+    assert.ok(utf8.includes(`data: ${canonical.replace('"jsonrpc":', '"jsonrpc": ')}\n`));
+    assert.equal(body.includes("\r"), false);
     sse.close();
     await conn.delete();
   });

@@ -245,7 +245,6 @@ export class SandboxExtension implements ConnectionExtension {
   private countEvent(conn: ConnectionApi, sessionId: string) {
     const record = this.store.touch(conn.agentId, sessionId);
     record.eventCount++;
-    record.updatedMs = Date.now();
     return record;
   }
 

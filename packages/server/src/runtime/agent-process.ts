@@ -18,6 +18,7 @@ export interface AgentProcessOptions {
   env: Record<string, string>;
   cwd?: string;
   maxLineBytes: number;
+  /** One line of stdout as a byte string (one character per byte, see `LineSplitter`). */
   onLine: (line: string) => void;
   onOversizeLine: (bytes: number) => void;
   /** The agent closed its stdout but did not exit: no answer can come any more. */

@@ -20,7 +20,7 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
-import type { ConnectionLog } from "../store/event-store.js";
+import type { ConnectionLog, EventEncoding } from "../store/event-store.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import type { ConnectionObserver } from "./observer.js";
@@ -757,16 +757,19 @@ export class Connection implements ConnectionApi {
     await this.agent?.terminate(this.options.limits.killGraceMs);
   }
 
-  private onAgentLine(line: string): void {
-    const chunkSession = this.textChunkFastPath ? textChunkSession(line) : undefined;
+  /** One line of the agent's stdout, as a byte string (one character per byte). */
+  private onAgentLine(bytes: string): void {
+    const chunkSession = this.textChunkFastPath ? textChunkSession(bytes) : undefined;
     if (chunkSession !== undefined) {
       if (this.reattaching.has(chunkSession)) return;
       let dropped = false;
       for (const ext of this.options.extensions)
         dropped = ext.agentTextChunk?.(chunkSession, this) === true || dropped;
-      if (!dropped) this.append(line);
+      // Valid UTF-8 on one line, as re-encoding the message would give it: the agent's bytes go in.
+      if (!dropped) this.append(bytes, "latin1");
       return;
     }
+    const line = Buffer.from(bytes, "latin1").toString("utf8");
     let message: JsonRpcMessage;
     try {
       const parsed: unknown = JSON.parse(line);
@@ -870,9 +873,9 @@ export class Connection implements ConnectionApi {
     this.persistAfterCommit();
   }
 
-  private append(data: string): void {
+  private append(data: string, encoding: EventEncoding = "utf8"): void {
     if (this.state === "closed") return;
-    this.outbound.append(data);
+    this.outbound.append(data, encoding);
     this.options.observer?.event();
   }
 

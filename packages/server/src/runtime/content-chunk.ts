@@ -3,20 +3,40 @@
  * `agent_message_chunk`, `agent_thought_chunk` or `user_message_chunk` with `{type:"text"}`
  * content. Parsing each with JSON.parse was the largest cost of the streaming path (about 40 % of
  * the server's CPU per event), so lines in exactly the shape the ACP SDKs serialize them are
- * recognised by this pattern instead. It is a strict subset of the JSON grammar (no whitespace,
- * fixed key order, no duplicate or extra keys, string escapes checked), so a line it matches is
- * valid JSON and means what the captures say; anything else, including the same message
- * serialized differently, takes the JSON.parse path.
+ * recognised by this pattern instead, on the agent's bytes: the line is a byte string (one
+ * character per byte, `line-splitter.ts`), and a line it accepts goes into the event log as those
+ * bytes, never decoded to text nor encoded again.
  *
- * The text loop repeats one character or one escape at a time, never a run (`[^"\\]+`): the
- * alternatives then start with different characters, so a line that fails at its end backtracks
- * in linear time. A run inside the repetition backtracks exponentially (a 28-character text with
- * an extra key took 1.5 s, and real agents add `_meta` to long history chunks).
+ * The pattern is a strict subset of the JSON grammar (no whitespace, fixed key order, no duplicate
+ * or extra keys, a session id of printable ASCII without `"` or `\`, string escapes checked), and
+ * of UTF-8: the text's other bytes must form well-formed UTF-8 characters (no overlong forms, no
+ * surrogates, nothing past U+10FFFF; the byte ranges of the Unicode standard's table 3-7). So a
+ * line it matches is valid UTF-8 and valid JSON, its bytes are what decoding and encoding it again
+ * would give, and it means what the captures say. Anything else, including the same message
+ * serialized differently or text a decoder would repair (U+FFFD), is decoded and takes the
+ * JSON.parse path.
+ *
+ * Each alternative of the text's repetition is one character or one escape and starts with a byte
+ * no other alternative starts with (the two escapes differ at their second byte), never a run
+ * (`[^"\\]+`): a line that fails at its end then backtracks in linear time. A run inside the
+ * repetition backtracks exponentially (a 28-character text with an extra key took 1.5 s, and real
+ * agents add `_meta` to long history chunks).
  */
+const ASCII_CHAR = String.raw`[\x20\x21\x23-\x5b\x5d-\x7f]`;
+const UTF8_CHAR = [
+  String.raw`[\xc2-\xdf][\x80-\xbf]`,
+  String.raw`\xe0[\xa0-\xbf][\x80-\xbf]`,
+  String.raw`[\xe1-\xec\xee\xef][\x80-\xbf]{2}`,
+  String.raw`\xed[\x80-\x9f][\x80-\xbf]`,
+  String.raw`\xf0[\x90-\xbf][\x80-\xbf]{2}`,
+  String.raw`[\xf1-\xf3][\x80-\xbf]{3}`,
+  String.raw`\xf4[\x80-\x8f][\x80-\xbf]{2}`,
+].join("|");
+const ESCAPE = String.raw`\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}`;
 const TEXT_CHUNK_LINE = new RegExp(
-  String.raw`^\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"[^"\\\u0000-\u001f]+",` +
+  String.raw`^\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"${ASCII_CHAR}+",` +
     String.raw`"update":\{"sessionUpdate":"(?:agent_message_chunk|agent_thought_chunk|user_message_chunk)",` +
-    String.raw`"content":\{"type":"text","text":"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"\}\}\}\}$`,
+    String.raw`"content":\{"type":"text","text":"(?:${ASCII_CHAR}|${ESCAPE}|${UTF8_CHAR})*"\}\}\}\}$`,
 );
 
 /**
@@ -31,10 +51,13 @@ const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"ses
 /** The session id the previous text chunk named, as a string of its own. */
 let lastSession = "";
 
-/** The session id of a text-chunk notification line in canonical form; `undefined` for any other line. */
+/**
+ * The session id of a text-chunk notification line in canonical form, the line given as a byte
+ * string (one character per byte, without its line break); `undefined` for any other line.
+ */
 export function textChunkSession(line: string): string | undefined {
   if (line.length > MAX_TEXT_CHUNK_LINE || !TEXT_CHUNK_LINE.test(line)) return undefined;
-  // The id has no `"` (nor escapes): it ends at the next one.
+  // The id is ASCII (the same as bytes or as text) and has no `"` (nor escapes): it ends at the next one.
   const end = line.indexOf('"', SESSION_ID_AT);
   if (end - SESSION_ID_AT === lastSession.length && line.startsWith(lastSession, SESSION_ID_AT))
     return lastSession;

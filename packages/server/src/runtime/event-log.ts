@@ -1,5 +1,5 @@
 import { batchLength, type EventBatch } from "../store/event-batch.js";
-import type { ConnectionLog } from "../store/event-store.js";
+import type { ConnectionLog, EventEncoding } from "../store/event-store.js";
 
 export { batchLength, eventBytes, type EventBatch } from "../store/event-batch.js";
 
@@ -24,11 +24,11 @@ export class EventLog {
     store.hold(this.writtenSeq);
   }
 
-  /** Appends an event; returns its sequence number. */
-  append(data: string): number {
+  /** Appends an event (see `ConnectionLog.append`); returns its sequence number. */
+  append(data: string, encoding: EventEncoding): number {
     this.unread.push(data.length);
     this.unreadBytes += data.length;
-    return this.store.append(data);
+    return this.store.append(data, encoding);
   }
 
   get lastSeq(): number {
@@ -40,7 +40,7 @@ export class EventLog {
     return Math.min(this.store.oldestCursor, this.writtenSeq);
   }
 
-  /** Size (UTF-16 code units, close to bytes for JSON) of events no reader has received yet. */
+  /** Size (characters: bytes, or close to bytes for JSON text) of events no reader has received yet. */
   get unwrittenBytes(): number {
     return this.unreadBytes;
   }

@@ -3,11 +3,15 @@
  * than `maxLineBytes` is an error: ACP messages are single lines, and an unbounded one would grow
  * memory without limit.
  *
- * The whole lines of a chunk are decoded with one `toString` and cut from that string: a slice is
- * a view of it, where a `toString` per line cost ~125 ns more per line (most of a turn's chunk
- * holds hundreds). UTF-8 never has a `\n` byte inside a character, so the lines are the same. A
- * line (or a part of it) kept past the chunk keeps the chunk's string alive: a consumer that keeps
- * one copies it (see `content-chunk.ts`).
+ * A line is handed on as a byte string: one character per byte (latin1), the agent's bytes as
+ * they are, not decoded. Most of a turn's lines go into the event log as those bytes
+ * (`content-chunk.ts`), and decoding each as UTF-8 only to encode it again cost more than the
+ * recognition itself on text that is not ASCII; a consumer that needs the text decodes the rare
+ * other lines (`Buffer.from(line, "latin1").toString("utf8")`). The whole lines of a chunk are
+ * converted with one call and cut from that string: a slice is a view of it, where a conversion
+ * per line cost ~125 ns more per line (most of a turn's chunks hold hundreds). A line kept past
+ * the chunk keeps the chunk's string alive: a consumer that keeps one copies it (see
+ * `content-chunk.ts`). A `\r` before the `\n` is not part of the line; empty lines are skipped.
  */
 export class LineSplitter {
   private partial: Buffer[] = [];
@@ -24,7 +28,7 @@ export class LineSplitter {
     const first = chunk.indexOf(10);
     if (first !== -1 && this.partialBytes > 0) {
       this.partial.push(chunk.subarray(0, first));
-      const line = Buffer.concat(this.partial).toString("utf8");
+      const line = Buffer.concat(this.partial).toString("latin1");
       this.partial = [];
       this.partialBytes = 0;
       start = first + 1;
@@ -32,7 +36,7 @@ export class LineSplitter {
     }
     const last = chunk.lastIndexOf(10);
     if (last >= start) {
-      const text = chunk.toString("utf8", start, last);
+      const text = chunk.toString("latin1", start, last);
       let from = 0;
       for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", from)) {
         this.line(text.slice(from, nl));

@@ -1,4 +1,4 @@
-import { CorruptLogError } from "../store/event-store.js";
+import { CorruptLogError, type EventEncoding } from "../store/event-store.js";
 import { batchLength, type EventBatch, type EventLog } from "./event-log.js";
 
 /** What a transport is told about its reader. */
@@ -69,10 +69,10 @@ export class Outbound {
     return this.reader !== undefined;
   }
 
-  /** Appends one event (a JSON-RPC message on one line). */
-  append(data: string): void {
+  /** Appends one event (a JSON-RPC message on one line; see `ConnectionLog.append`). */
+  append(data: string, encoding: EventEncoding): void {
     if (this.closed) return;
-    this.log.append(data);
+    this.log.append(data, encoding);
     this.updateBackpressure(false);
     this.scheduleCommit();
   }

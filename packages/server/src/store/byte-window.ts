@@ -3,6 +3,13 @@ import { FRAME_HEADER_BYTES, RECORD_HEADER_BYTES, sealFrame } from "./frames.js"
 
 export type { EventBatch } from "./event-batch.js";
 
+/**
+ * How an appended event's string holds its JSON: as text (`utf8`, encoded on the way in), or as
+ * a byte string of its UTF-8 (`latin1`: one character per byte, what an agent wrote, copied as it
+ * is).
+ */
+export type EventEncoding = "utf8" | "latin1";
+
 export interface WindowLimits {
   /** Events kept, by count… */
   maxEvents: number;
@@ -73,11 +80,12 @@ export class ByteWindow {
   }
 
   /** Appends one event; returns its seq. */
-  append(data: string): number {
-    const maxBytes = data.length * 3; // UTF-8 of a UTF-16 string is at most 3 bytes per unit
+  append(data: string, encoding: EventEncoding): number {
+    // UTF-8 of a UTF-16 string is at most 3 bytes per unit; a byte string is its length.
+    const maxBytes = encoding === "utf8" ? data.length * 3 : data.length;
     let slab = this.slabs.at(-1);
     if (!slab || !this.fits(slab, maxBytes)) {
-      const exact = Buffer.byteLength(data);
+      const exact = Buffer.byteLength(data, encoding);
       if (!slab || !this.fits(slab, exact)) slab = this.newSlab(exact);
     }
     const before = slab.used;
@@ -87,7 +95,7 @@ export class ByteWindow {
       slab.used += FRAME_HEADER_BYTES;
     }
     const at = slab.used;
-    const written = slab.buf.write(data, at + RECORD_HEADER_BYTES, "utf8");
+    const written = slab.buf.write(data, at + RECORD_HEADER_BYTES, encoding);
     slab.buf.writeUInt32LE(written, at);
     if (slab.count === slab.offsets.length) slab.offsets = grow(slab.offsets);
     slab.offsets[slab.count++] = at;

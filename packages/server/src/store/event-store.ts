@@ -7,11 +7,11 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { ByteWindow, type EventBatch, type WindowLimits } from "./byte-window.js";
+import { ByteWindow, type EventBatch, type EventEncoding, type WindowLimits } from "./byte-window.js";
 import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
 
-export type { EventBatch, WindowLimits } from "./byte-window.js";
+export type { EventBatch, EventEncoding, WindowLimits } from "./byte-window.js";
 export { CorruptLogError } from "./segments.js";
 export type { Repair } from "./segments.js";
 export type { StateTable } from "./tables.js";
@@ -47,8 +47,11 @@ export interface ConnectionLog {
   readonly failure: Error | undefined;
   /** Called when `durableSeq` moves on by itself (a sync completed, a failed write succeeded). */
   onDurable: (() => void) | undefined;
-  /** Appends one event; returns its seq. */
-  append(data: string): number;
+  /**
+   * Appends one event, its JSON as text (`utf8`: encoded) or as a byte string (`latin1`: one
+   * character per byte of UTF-8, the bytes taken as they are); returns its seq.
+   */
+  append(data: string, encoding: EventEncoding): number;
   /** Writes what was appended since the last commit. */
   commit(): void;
   /**
@@ -128,8 +131,8 @@ class MemoryLog implements ConnectionLog {
     return this.window.firstSeq - 1;
   }
 
-  append(data: string): number {
-    return this.window.append(data);
+  append(data: string, encoding: EventEncoding): number {
+    return this.window.append(data, encoding);
   }
 
   commit(): void {
@@ -366,8 +369,8 @@ class DiskLog implements ConnectionLog {
     return this.files.oldestSeq - 1;
   }
 
-  append(data: string): number {
-    return this.window.append(data);
+  append(data: string, encoding: EventEncoding): number {
+    return this.window.append(data, encoding);
   }
 
   commit(): void {
