@@ -4,6 +4,7 @@
 // now and at the highest RSS it saw since the previous report (sampled every 20 ms). The bench adds
 // what only /proc shows (malloc's heap, anonymous mappings). No server code knows about it.
 import { appendFileSync } from "node:fs";
+import { PerformanceObserver } from "node:perf_hooks";
 import v8 from "node:v8";
 
 const file = process.env.SANDBOX_AGENT_MEMORY_PROBE;
@@ -25,6 +26,21 @@ function snapshot() {
     arrayBuffers: m.arrayBuffers / MiB,
     spaces,
   };
+}
+
+// $SANDBOX_AGENT_PROBE_YOUNG_MIB (bench `--cap-young MIB`): an experiment, what the server could do
+// itself. `--max-semi-space-size` only counts when the heap is set up (on node's command line), but
+// V8 reads `--semi-space-growth-factor` each time the young generation grows: once it reached
+// MIB (after a GC, seen by a `gc` PerformanceObserver), a factor of 1 stops it there.
+const capMiB = Number(process.env.SANDBOX_AGENT_PROBE_YOUNG_MIB ?? 0);
+if (capMiB > 0) {
+  const observer = new PerformanceObserver(() => {
+    const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+    if (young.space_size < capMiB * MiB) return;
+    v8.setFlagsFromString("--semi-space-growth-factor=1");
+    observer.disconnect();
+  });
+  observer.observe({ entryTypes: ["gc"] });
 }
 
 if (file) {
