@@ -40,7 +40,9 @@ const SETTLE_MS = quick ? 2000 : 10_000;
 const TURN_ROUNDS = quick ? 1 : 2;
 // --cap-young MIB: the servers' memory probe stops V8's young generation growing past MIB from
 // inside the process (see memory-probe.mjs), as `--max-semi-space-size=MIB/2` on node's command line would.
-const capYoung = process.argv.includes("--cap-young") ? process.argv[process.argv.indexOf("--cap-young") + 1] : "";
+const capYoung = process.argv.includes("--cap-young")
+  ? process.argv[process.argv.indexOf("--cap-young") + 1]
+  : "";
 if (capYoung) process.env.SANDBOX_AGENT_PROBE_YOUNG_MIB = capYoung;
 
 /** Resident KiB of /proc/PID/smaps, split into file-backed (code, libraries), anonymous and malloc's brk heap. */
@@ -49,7 +51,8 @@ function residentMappings(pid) {
   let kind = "anon";
   for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line);
-    if (head) kind = head[2] === "[heap]" ? "brk" : head[1] !== "0" && head[2].startsWith("/") ? "file" : "anon";
+    if (head)
+      kind = head[2] === "[heap]" ? "brk" : head[1] !== "0" && head[2].startsWith("/") ? "file" : "anon";
     else if (line.startsWith("Rss:")) out[kind] += Number(/(\d+)/.exec(line)[1]) / 1024;
   }
   return out;
@@ -63,7 +66,7 @@ function memoryProbe(pid, file) {
   let lines = 0;
   return async () => {
     process.kill(pid, "SIGUSR2");
-    for (const until = Date.now() + 5000; Date.now() < until; ) {
+    for (const until = Date.now() + 5000; Date.now() < until;) {
       const all = existsSync(file) ? readFileSync(file, "utf8").trim().split("\n") : [];
       if (all.length > lines) {
         const report = JSON.parse(all[(lines = all.length) - 1]);
@@ -200,7 +203,11 @@ async function replayFrom(url, id, epoch, fromSeq, toSeq) {
   const t = performance.now();
   const get = () =>
     fetch(`${url}/v2/rpc`, {
-      headers: { accept: "text/event-stream", "acp-connection-id": id, "last-event-id": `${epoch}.${fromSeq}` },
+      headers: {
+        accept: "text/event-stream",
+        "acp-connection-id": id,
+        "last-event-id": `${epoch}.${fromSeq}`,
+      },
     });
   let response = await get();
   if (response.status === 410) {

@@ -23,10 +23,15 @@ const server = http.createServer((req, res) => {
     for (let end = data.indexOf(10); end !== -1; start = end + 1, end = data.indexOf(10, start)) {
       const line = data.subarray(start, end);
       // Setup only: a session once initialized, the prompt in it, and the prompt's answer to end on.
-      if (line.includes('"id":0,"result"')) send({ id: 1, method: "session/new", params: { cwd: "/tmp", mcpServers: [] } });
+      if (line.includes('"id":0,"result"'))
+        send({ id: 1, method: "session/new", params: { cwd: "/tmp", mcpServers: [] } });
       if (line.includes('"id":1,"result"')) {
         const sessionId = /"sessionId":"([^"]+)"/.exec(line.toString())[1];
-        send({ id: 2, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: prompt }] } });
+        send({
+          id: 2,
+          method: "session/prompt",
+          params: { sessionId, prompt: [{ type: "text", text: prompt }] },
+        });
       }
       res.write("data: ");
       res.write(line);

@@ -308,11 +308,13 @@ describe("durable connections: the event log survives a server restart", () => {
         const { conn, sse, sessionId } = await openSession(server);
         // ~1.7 MB in 3,000 events: past the default window's bytes, within its 10,000 events.
         const turn = `chunks 3000 ${"x".repeat(500)}`;
-        await answerTo(sse, await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] }));
+        await answerTo(
+          sse,
+          await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] }),
+        );
         const live = delivered(sse.events);
         const bytes = live.reduce((sum, e) => sum + e.data.length, 0);
         assert.ok(bytes > 1.5 * 2 ** 20, `${bytes} bytes`);
-        const epoch = epochOf(live[0]!.id);
         // From the turn's first event (on disk), and from 100 events before its end (in memory).
         for (const at of [0, live.length - 100]) {
           const replay = await conn.openSse(live[at]!.id);
