@@ -250,34 +250,12 @@ async function floorTurn() {
   });
   started.push(server.child);
   const probe = memoryProbe(server.child.pid, probeFile);
-  const phases = { before: (await probe()).now };
-  const base = rss(server.child.pid);
-  let peak = base;
-  const sampler = setInterval(() => (peak = Math.max(peak, rss(server.child.pid))), 50);
-  const t = performance.now();
+  const turn = await measureTurn(server.child.pid, probe);
   const prompt = `chunks ${Math.round(TURN_BYTES / 520)} ${"x".repeat(400)}`;
   const response = await fetch(`${server.url}/?prompt=${encodeURIComponent(prompt)}`);
   let bytes = 0;
   for await (const chunk of response.body) bytes += chunk.length;
-  clearInterval(sampler);
-  const seconds = (performance.now() - t) / 1000;
-  const end = rss(server.child.pid);
-  const during = await probe();
-  phases.peak = during.peak;
-  phases.end = during.now;
-  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-  phases.settled = (await probe()).now;
-  const settled = rss(server.child.pid);
-  server.stop();
-  return {
-    streamedMB: mb(bytes),
-    seconds,
-    baseRssMB: mb(base),
-    peakRssMB: mb(peak),
-    endRssMB: mb(end),
-    settledRssMB: mb(settled),
-    phases,
-  };
+  return settleAndStop(server, probe, turn.phases, await turn.stop(bytes));
 }
 
 async function bigTurn(extraArgs, config, replay = false) {
@@ -332,11 +310,7 @@ async function bigTurn(extraArgs, config, replay = false) {
   const [, epoch, startSeq] = lastId;
   const pad = "x".repeat(400);
   const count = Math.round(TURN_BYTES / 520);
-  const phases = { before: (await probe()).now };
-  const base = rss(server.child.pid);
-  let peak = base;
-  const sampler = setInterval(() => (peak = Math.max(peak, rss(server.child.pid))), 50);
-  const t = performance.now();
+  const turn = await measureTurn(server.child.pid, probe);
   bytes = 0;
   await (
     await post(
@@ -351,13 +325,9 @@ async function bigTurn(extraArgs, config, replay = false) {
   ).arrayBuffer();
   const answer = await until('"id":2,');
   if (!answer.startsWith('"id":2,"result"')) throw new Error(`the turn failed: ${answer.slice(0, 300)}`);
-  clearInterval(sampler);
-  const seconds = (performance.now() - t) / 1000;
-  const end = rss(server.child.pid);
+  const figures = await turn.stop(bytes);
   const lastSeq = Number(lastId[2]);
-  const during = await probe();
-  phases.peak = during.peak;
-  phases.end = during.now;
+  const { phases } = turn;
   await reader.cancel();
   let replays;
   if (replay) {
@@ -371,22 +341,39 @@ async function bigTurn(extraArgs, config, replay = false) {
     replays = { tail, whole };
     phases.replayed = (await probe()).now;
   }
-  // What is still held once the turn is over and the process is idle (V8's memory reducer runs
-  // after ~8 s without much allocation).
+  return settleAndStop(server, probe, phases, { ...figures, replays });
+}
+
+/**
+ * Starts measuring a turn: the process's figures now, its RSS every 50 ms; `stop(bytes)` ends it
+ * (peak and end phases) and returns the turn's figures.
+ */
+async function measureTurn(pid, probe) {
+  const phases = { before: (await probe()).now };
+  const base = rss(pid);
+  let peak = base;
+  const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 50);
+  const t = performance.now();
+  const stop = async (bytes) => {
+    clearInterval(sampler);
+    const seconds = (performance.now() - t) / 1000;
+    const end = rss(pid);
+    const during = await probe();
+    phases.peak = during.peak;
+    phases.end = during.now;
+    return { streamedMB: mb(bytes), seconds, baseRssMB: mb(base), peakRssMB: mb(peak), endRssMB: mb(end) };
+  };
+  return { phases, stop };
+}
+
+/** After the turn: what the idle process still holds `SETTLE_MS` later; then stops it. */
+async function settleAndStop(server, probe, phases, figures) {
+  // An idle process runs no GC of its own: what it holds now is what it keeps.
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
   phases.settled = (await probe()).now;
-  const settled = rss(server.child.pid);
+  const settledRssMB = mb(rss(server.child.pid));
   server.stop();
-  return {
-    streamedMB: mb(bytes),
-    seconds,
-    baseRssMB: mb(base),
-    peakRssMB: mb(peak),
-    endRssMB: mb(end),
-    settledRssMB: mb(settled),
-    phases,
-    replays,
-  };
+  return { ...figures, settledRssMB, phases };
 }
 
 async function main() {
