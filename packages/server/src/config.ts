@@ -42,6 +42,7 @@ const eventLogSchema = z.strictObject({
   segmentBytes: z.number().int().positive().optional(),
   retentionBytes: z.number().int().positive().optional(),
   retentionMs: z.number().int().positive().optional(),
+  windowBytes: z.number().int().nonnegative().optional(),
 }) satisfies z.ZodType<Partial<EventLogOptions>>;
 
 /**

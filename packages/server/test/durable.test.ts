@@ -269,6 +269,34 @@ describe("durable connections: the event log survives a server restart", () => {
     });
   });
 
+  for (const windowBytes of [undefined, 0])
+    it(`a reader resuming before the in-memory window (${windowBytes === undefined ? "default, 1 MiB" : "eventLog.windowBytes 0"}) reads the turn back from disk: every event once, in order, the same bytes`, async () => {
+      const eventLog = windowBytes === undefined ? {} : { windowBytes };
+      const server = await serve(setup({ config: { eventLog } }));
+      try {
+        const { conn, sse, sessionId } = await openSession(server);
+        // ~1.7 MB in 3,000 events: past the default window's bytes, within its 10,000 events.
+        const turn = `chunks 3000 ${"x".repeat(500)}`;
+        await answerTo(
+          sse,
+          await conn.send("session/prompt", { sessionId, prompt: [{ type: "text", text: turn }] }),
+        );
+        const live = delivered(sse.events);
+        const bytes = live.reduce((sum, e) => sum + e.data.length, 0);
+        assert.ok(bytes > 1.5 * 2 ** 20, `${bytes} bytes`);
+        // From the turn's first event (on disk), and from 100 events before its end (in memory).
+        for (const at of [0, live.length - 100]) {
+          const replay = await conn.openSse(live[at]!.id);
+          const expected = live.slice(at + 1);
+          await waitFor(() => delivered(replay.events).length >= expected.length, 30_000, "the replay");
+          assert.deepEqual(delivered(replay.events), expected);
+          replay.close();
+        }
+      } finally {
+        await server.stop();
+      }
+    });
+
   it("one server per data directory: a second one is refused with a message saying what to do", async () => {
     const s = setup();
     const server = await serve(s);

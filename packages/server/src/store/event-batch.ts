@@ -1,8 +1,9 @@
 /**
  * Consecutive events as the UTF-8 bytes the log holds them in: event `first + i` is
  * `buffers[i]` from `starts[i]` to `ends[i]`. The buffers are views of the replay window's slabs
- * (or of a read from disk), so a batch is valid only until the log is appended to or trimmed
- * again: a transport copies or decodes it before it returns. Handing out bytes rather than strings
+ * (or of the chunk every log reads the disk into), so a batch is valid only until the log is
+ * appended to or trimmed again, or any log is read: a transport copies or decodes it before it
+ * returns. Handing out bytes rather than strings
  * lets the SSE transport frame a batch with copies alone: decoding each event to a string and
  * encoding the framed text again (with two UTF-8 length scans in between, node:http's and the
  * access log's) was about a fifth of the server's CPU per streamed event.

@@ -24,12 +24,22 @@ export interface EventLogOptions extends SegmentLimits {
   fsync: boolean;
   /** With `fsync`: how long writes are gathered before one `fdatasync` covers them all (group commit). */
   fsyncIntervalMs: number;
+  /**
+   * Most bytes of delivered events each connection keeps in memory (at most the runtime's replay
+   * window). On disk the window is only a cache for readers resuming a little behind: older events
+   * are read back from the segments. Events no reader has received yet stay whatever this says.
+   */
+  windowBytes: number;
 }
 
 export const DEFAULT_EVENT_LOG_OPTIONS: EventLogOptions = {
   inMemory: false,
   fsync: false,
   fsyncIntervalMs: 5,
+  // 1 MiB: a replay from the page cache is about as fast as from memory (bench/README.md), and the
+  // runtime's 16 MiB replay window, kept per connection in memory, was most of a streaming
+  // server's growth off the JS heap.
+  windowBytes: 1024 * 1024,
   segmentBytes: 8 * 1024 * 1024,
   retentionBytes: 128 * 1024 * 1024,
   retentionMs: 24 * 60 * 60_000,
@@ -202,7 +212,7 @@ class DiskStore implements EventStore {
 
   createLog(connectionId: string, window: WindowLimits): ConnectionLog {
     const files = SegmentFiles.create(this.logDir(connectionId), 1, this.options, this.options.fsync);
-    return this.track(new DiskLog(this, connectionId, files, window));
+    return this.track(new DiskLog(this, connectionId, files, this.cache(window)));
   }
 
   openLog(connectionId: string, window: WindowLimits) {
@@ -213,8 +223,13 @@ class DiskStore implements EventStore {
       return undefined;
     }
     opened.files.retain(Date.now());
-    const log = new DiskLog(this, connectionId, opened.files, window);
+    const log = new DiskLog(this, connectionId, opened.files, this.cache(window));
     return { log: this.track(log), repair: opened.repair };
+  }
+
+  /** The window a log keeps in memory: the runtime's replay window, within `windowBytes`. */
+  private cache(window: WindowLimits): WindowLimits {
+    return { maxEvents: window.maxEvents, maxBytes: Math.min(window.maxBytes, this.options.windowBytes) };
   }
 
   close(): void {
