@@ -5,11 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mockAgentCommand } from "@sandbox-agent/mock-agent";
-import { startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { startProxy, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { WebSocket } from "ws";
 import { AcpHttpClient, type WebSocketConstructor } from "../src/index.js";
 import { initParams, text } from "./helpers.js";
@@ -45,47 +44,11 @@ function agentRead(stdinLog: string, marker: string): string[] {
   return log.split("\n").filter((line) => line.includes(marker));
 }
 
-/**
- * A TCP relay to the server whose client → server direction can be made a black hole: what the
- * client writes then never arrives, as when a connection dies in the instant a message is written.
- */
-async function startBlackHoleRelay(targetPort: number) {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; swallow: boolean }>();
-  const relay = net.createServer((client) => {
-    const upstream = net.connect(targetPort, "127.0.0.1");
-    const pair = { client, upstream, swallow: false };
-    pairs.add(pair);
-    client.on("data", (chunk) => void (pair.swallow || upstream.write(chunk)));
-    upstream.on("data", (chunk) => void client.write(chunk));
-    const end = (): void => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on("close", end).on("error", end);
-    upstream.on("close", end).on("error", end);
-  });
-  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-  const { port } = relay.address() as net.AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    /** From now on, what the client writes on the open connections is dropped. */
-    swallow: () => pairs.forEach((pair) => (pair.swallow = true)),
-    /** Kills the open connections (a reset for both ends); later ones are relayed. */
-    cut: () => pairs.forEach((pair) => (pair.client.resetAndDestroy(), pair.upstream.resetAndDestroy())),
-    close: () =>
-      new Promise<void>((resolve) => {
-        pairs.forEach((pair) => (pair.client.destroy(), pair.upstream.destroy()));
-        relay.close(() => resolve());
-      }),
-  };
-}
-
 describe("WebSocket acknowledgements: messages written as the socket dies", { timeout: 120_000 }, () => {
   it("a socket dropped with messages in flight: every request and notification reaches the agent exactly once", async () => {
     const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
     const server = await serve(stdinLog);
-    const relay = await startBlackHoleRelay(server.port);
+    const relay = await startProxy(server.port);
     const client = connect(relay.baseUrl);
     try {
       await client.initialize(initParams());
@@ -94,14 +57,14 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         [1, 2, 3].map(() => client.newSession({ cwd: "/tmp", mcpServers: [] })),
       );
       const sessionId = sessions[0]!.sessionId;
-      relay.swallow();
+      assert.equal(relay.blackHoleStreams(), 1, "the WebSocket goes into a black hole");
       const turns = sessions.map(({ sessionId: id }, i) =>
         client.prompt({ sessionId: id, prompt: text(`echo lost-prompt-${i + 1}`) }),
       );
       for (const i of [1, 2, 3]) await client.extNotification("_test/lost", { marker: `lost-note-${i}` });
       // Let the swallowed frames leave the client before the connection dies.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      relay.cut();
+      assert.equal(relay.cutStreams(), 1);
       const started = Date.now();
       for (const turn of turns) assert.equal((await turn).stopReason, "end_turn");
       assert.ok(Date.now() - started < 30_000, "answered after the resume, not at requestTimeoutMs");
@@ -119,7 +82,7 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
       );
     } finally {
       await client.close().catch(() => undefined);
-      await relay.close();
+      await relay.stop();
       await server.stop();
     }
   });
