@@ -194,8 +194,9 @@ class WebSocketTransport {
       // A resume is open once the server said what it has: until then, writes wait.
       socket.addEventListener("open", () => (resuming ? (this.onResumed = ready) : ready()));
       socket.addEventListener("close", (event) => {
-        if (isOpen) this.onClose(socket, event.code, event.reason);
-        else reject(new Error(`the WebSocket upgrade failed (${event.code})`));
+        if (isOpen) return this.onClose(socket, event.code, event.reason);
+        if (this.onResumed === ready) this.onResumed = undefined;
+        reject(new Error(`the WebSocket upgrade failed (${event.code})`));
       });
     });
     return socket;
