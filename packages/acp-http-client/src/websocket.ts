@@ -5,6 +5,13 @@
  * later frame is the next event, so counting frames gives the last event id, and a dropped socket
  * is resumed from it (`?connectionId=&lastEventId=`) with nothing lost and nothing twice.
  *
+ * Nothing the client writes is lost either, and no frame per message acknowledges it: messages
+ * are numbered (1 = the first after `initialize`), and a resumed socket's first frame, which is
+ * no event, says how many of them the server process handled (`_sandboxagent/transport/resumed`);
+ * the rest are sent again, in order (see `Outbox`). A frame and not a header of the 101, which
+ * browsers cannot read. After a server restart the count is gone (`received: null`); what the
+ * client then decides is in `settleUnknown`.
+ *
  * Authentication: browsers cannot send headers on a WebSocket and a token must not travel in a
  * URL, so when the options carry `Authorization` a single-use ticket is fetched first
  * (`POST {path}/ticket`) and passed as `?ticket=`. The headers are also handed to the constructor
@@ -13,13 +20,14 @@
 import type { AnyMessage } from "@agentclientprotocol/sdk";
 import { AcpConnectionLostError, httpErrorFrom } from "./errors.js";
 import { callSafely } from "./listeners.js";
-import { isRecord, isRequest, isResponse, parseMessage } from "./messages.js";
+import { idKey, isRecord, isRequest, isResponse, parseMessage, type JsonRpcId } from "./messages.js";
 import {
   resolveOptions,
   type AcpEnvelope,
   type AcpHttpStreamOptions,
   type ResolvedOptions,
 } from "./options.js";
+import { Outbox, type Outgoing } from "./outbox.js";
 import { streamFacade, type AcpCloseReason, type AcpHttpStream } from "./stream.js";
 
 /** The standard WebSocket interface, as browsers, Node 22 and `ws` implement it. */
@@ -47,6 +55,13 @@ const OPEN = 1;
 /** Close codes after which the connection is over: it ended, was closed, or another socket took it. */
 const FINAL_CLOSES = new Set([1000, 1001, 1008, 4409, 4410]);
 const META_KEY = "sandboxagent.dev";
+/** The first frame of a resumed socket, when the client asked for acknowledgements. */
+const RESUMED_METHOD = "_sandboxagent/transport/resumed";
+
+/** What a request gets that a restarted server has no record of (see `settleUnknown`). */
+const UNREAD_MESSAGE =
+  "The server restarted before this request reached the agent: the restarted server has no record of it and will not answer it. " +
+  "It is safe to send it again (the server records every request before passing it to the agent; only a method the server answers itself, such as an extension method, may have run).";
 
 export function createWebSocketTransport(input: AcpHttpStreamOptions): AcpHttpStream {
   return new WebSocketTransport(input).stream;
@@ -65,6 +80,17 @@ class WebSocketTransport {
   private epoch: string | undefined;
   private seq = 0;
   private initializeId: unknown;
+  /** Whether the server acknowledges (says so in the initialize result); undefined until then. */
+  private acks: boolean | undefined;
+  private readonly outbox = new Outbox();
+  /** Settles the socket being resumed once its `resumed` frame came (acknowledging servers). */
+  private onResumed: (() => void) | undefined;
+  /**
+   * Requests written to a server process that has since restarted, with no answer yet; settled
+   * once the replay reaches the head the new process named (`unknownUntil`).
+   */
+  private unknown = new Map<string, AnyMessage>();
+  private unknownUntil = 0;
   private isClosed = false;
   private failure: Error | undefined;
   private resolveClosed!: (reason: AcpCloseReason) => void;
@@ -110,8 +136,20 @@ class WebSocketTransport {
         throw this.fail(new Error("acp-http-client: the first message must be an initialize request"));
       this.initializeId = message.id;
       this.opened = this.open();
+      (await this.openSocket()).send(JSON.stringify(message));
+      return;
     }
-    (await this.openSocket()).send(JSON.stringify(message));
+    const text = JSON.stringify(message);
+    if (this.acks === false) return (await this.openSocket()).send(text);
+    const entry = this.outbox.add(message, text);
+    const socket = await this.openSocket();
+    // A resume may have sent it already, after the ones before it.
+    if (!entry.sent) this.sendEntry(socket, entry);
+  }
+
+  private sendEntry(socket: WebSocketLike, entry: Outgoing): void {
+    entry.sent = true;
+    socket.send(entry.text);
   }
 
   /**
@@ -137,6 +175,8 @@ class WebSocketTransport {
       url.searchParams.set("connectionId", this.connectionId);
       url.searchParams.set("lastEventId", `${this.epoch}.${this.seq}`);
     }
+    const resuming = this.connectionId !== undefined && this.acks === true;
+    if (resuming) url.searchParams.set("acks", "1");
     const headers = this.options.headers;
     if (Object.keys(headers).some((name) => name.toLowerCase() === "authorization")) {
       url.searchParams.set("ticket", await this.ticket());
@@ -146,13 +186,17 @@ class WebSocketTransport {
     socket.addEventListener("message", (event) => this.onFrame(socket, event.data));
     let isOpen = false;
     await new Promise<void>((resolve, reject) => {
-      socket.addEventListener("open", () => {
+      const ready = (): void => {
         isOpen = true;
+        this.onResumed = undefined;
         resolve();
-      });
+      };
+      // A resume is open once the server said what it has: until then, writes wait.
+      socket.addEventListener("open", () => (resuming ? (this.onResumed = ready) : ready()));
       socket.addEventListener("close", (event) => {
-        if (isOpen) this.onClose(socket, event.code, event.reason);
-        else reject(new Error(`the WebSocket upgrade failed (${event.code})`));
+        if (isOpen) return this.onClose(socket, event.code, event.reason);
+        if (this.onResumed === ready) this.onResumed = undefined;
+        reject(new Error(`the WebSocket upgrade failed (${event.code})`));
       });
     });
     return socket;
@@ -179,10 +223,22 @@ class WebSocketTransport {
       );
       return;
     }
+    if (this.onResumed !== undefined) {
+      if (!("method" in message) || message.method !== RESUMED_METHOD) {
+        this.fail(new Error("acp-http-client: the resumed WebSocket did not start with its acknowledgement"));
+        return;
+      }
+      this.resumed(socket, isRecord(message.params) ? message.params : {});
+      return;
+    }
     if (this.connectionId === undefined) {
       if (isResponse(message) && message.id === this.initializeId) this.accept(message);
     } else {
       this.seq++;
+      if (isResponse(message)) {
+        this.outbox.answered(message.id);
+        this.unknown.delete(idKey(message.id));
+      }
     }
     const eventId =
       this.epoch === undefined || this.connectionId === undefined ? undefined : `${this.epoch}.${this.seq}`;
@@ -190,6 +246,59 @@ class WebSocketTransport {
     this.controller.enqueue(message);
     if (eventId !== undefined && this.options.onEventId && !this.isClosed)
       callSafely(this.options.onEventId, eventId);
+    if (this.unknown.size > 0 && this.seq >= this.unknownUntil) this.settleUnknown();
+  }
+
+  /**
+   * The first frame of a resumed socket. The same server process: what it did not handle is sent
+   * again, in order, exactly once (it drops what the old socket still had queued). A restarted
+   * process (`received: null`): see `settleUnknown`; messages never written go to it.
+   */
+  private resumed(socket: WebSocketLike, params: Record<string, unknown>): void {
+    const resume = this.onResumed!;
+    const { received, head } = params;
+    if (typeof received === "number") {
+      for (const entry of this.outbox.resumeAt(received)) this.sendEntry(socket, entry);
+    } else {
+      for (const { request } of this.outbox.restarted())
+        if (request) this.unknown.set(idKey(request.id), request);
+      const [, seq] = typeof head === "string" ? head.split(".") : [];
+      this.unknownUntil = Number(seq ?? 0);
+      for (const entry of this.outbox.resumeAt(0)) this.sendEntry(socket, entry);
+      if (this.seq >= this.unknownUntil) this.settleUnknown();
+    }
+    resume();
+  }
+
+  /**
+   * A request written to a server process that died, once the replay reached the head of the
+   * restarted one with no answer to it: it fails now, not at `requestTimeoutMs`. Why that is
+   * sure: the server records every request it reads from a WebSocket (on disk, before it passes
+   * it to the agent), and a restarted server answers each recorded request still unanswered with
+   * a `server_restarted` error, in the log before the head it names; answers are logged before
+   * they are delivered. So no answer by the head means the dead process never passed the request
+   * on: it will never be answered, and sending it again is safe. Notifications and answers to the
+   * agent's requests of the dead process are dropped, not sent again: whether it read them is
+   * unknown (sending again could duplicate them), and their addressee, the agent process, died
+   * with it (the restarted server failed its turns in flight and withdrew its requests).
+   */
+  private settleUnknown(): void {
+    const requests = [...this.unknown.values()];
+    this.unknown.clear();
+    for (const request of requests) {
+      if (!("id" in request)) continue;
+      const error = {
+        jsonrpc: "2.0" as const,
+        id: request.id as JsonRpcId,
+        error: {
+          code: -32603,
+          message: UNREAD_MESSAGE,
+          data: { reason: "server_restarted", reachedAgent: false },
+        },
+      };
+      this.observe({ direction: "inbound", message: error });
+      this.controller.enqueue(error);
+    }
   }
 
   /** The initialize answer: learn the connection and where its event stream starts. */
@@ -214,6 +323,8 @@ class WebSocketTransport {
       return;
     }
     this.connectionId = connection.id;
+    this.acks = connection.acks === true;
+    if (!this.acks) this.outbox.clear();
     this.epoch = epoch;
     this.seq = Number(seq);
     this.protocolVersion = version;

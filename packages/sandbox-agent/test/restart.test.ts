@@ -66,8 +66,8 @@ describe("a server restart under a client", () => {
         await exited;
         // The kernel closed the server's sockets before it reported the exit; one turn of the event
         // loop lets the client read that, so the prompt below is written after the drop was seen.
-        // (Written in the instant the server dies, over a WebSocket it would be lost: see the
-        // acp-http-client README.)
+        // (A request written in the instant the server dies is covered by acp-http-client's
+        // websocket-acks test.)
         await new Promise((resolve) => setImmediate(resolve));
         // Sent while nothing listens: the POST is refused, and sent again once the server is back.
         const next = client.prompt({ sessionId, prompt: "echo after the restart" });

@@ -96,6 +96,45 @@ describe("WebSocket transport on /v2/rpc", { timeout: 60_000 }, () => {
     await resumed.closed;
   });
 
+  it("a resume with ?acks=1 starts with how many client messages this process handled and the log's head (no event); without it, no such frame", async () => {
+    const { ws, sessionId } = await started(server);
+    const id = String(ws.headers["acp-connection-id"]);
+    const init = ws.frames.find((m) => m.id === 0)!;
+    const meta = (init.result!._meta as Record<string, { connection: { eventId: string; acks: boolean } }>)[
+      "sandboxagent.dev"
+    ]!.connection;
+    assert.equal(meta.acks, true);
+    const [epoch, first] = meta.eventId.split(".") as [string, string];
+    // Messages after the initialize: session/new (above), a notification, a request.
+    ws.send({ method: "session/cancel", params: { sessionId } });
+    ws.send({
+      id: 2,
+      method: "session/prompt",
+      params: { sessionId, prompt: [{ type: "text", text: "echo hi" }] },
+    });
+    await ws.waitFor((m) => m.id === 2);
+    ws.ws.terminate();
+    await ws.closed;
+    const lastEventId = `${epoch}.${Number(first) + ws.frames.length - 1}`;
+    const plain = await openWs(server.baseUrl, { headers: AUTH, query: { connectionId: id, lastEventId } });
+    plain.send({ id: 3, method: "session/list", params: {} });
+    await plain.waitFor((m) => m.id === 3);
+    assert.ok(!plain.frames.some((m) => m.method === "_sandboxagent/transport/resumed"));
+    const acked = await openWs(server.baseUrl, {
+      headers: AUTH,
+      query: { connectionId: id, lastEventId, acks: "1" },
+    });
+    await acked.waitFor((m) => m.id === 3);
+    const [resumed, ...events] = acked.frames;
+    assert.equal(resumed!.method, "_sandboxagent/transport/resumed");
+    // session/new, session/cancel, session/prompt, session/list: counted across sockets.
+    assert.equal((resumed!.params as { received: number }).received, 4);
+    const head = (resumed!.params as { head: string }).head;
+    assert.equal(head, `${epoch}.${Number(first) + ws.frames.length - 1 + events.length}`);
+    acked.ws.close();
+    await acked.closed;
+  });
+
   it("a deliberate close ends the connection (as DELETE does); a resume then gets 404", async () => {
     const { ws } = await started(server);
     const id = String(ws.headers["acp-connection-id"]);

@@ -11,6 +11,11 @@ export interface CuttableProxy {
   cutStreams(): number;
   /** Silently stops forwarding server→client bytes on every SSE socket (a half-open connection). */
   freezeStreams(): number;
+  /**
+   * Silently drops client→server bytes on every GET socket (SSE streams, WebSockets) from now on:
+   * what the client writes there never arrives, as when a connection dies as it is written.
+   */
+  blackHoleStreams(): number;
   /** GET requests seen so far (initial opens plus reconnects). */
   gets(): number;
   /** Method and headers (lower-case names) of every request that went through, in order. */
@@ -90,6 +95,12 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
         p.upstream.unpipe(p.client);
         p.upstream.pause();
       }
+      return streams.length;
+    },
+    blackHoleStreams: () => {
+      const streams = [...pairs].filter((p) => p.lastMethod === "GET");
+      // The recording `data` listener keeps the client side flowing: its bytes are read and dropped.
+      for (const p of streams) p.client.unpipe(p.upstream);
       return streams.length;
     },
     gets: () => gets,

@@ -648,6 +648,11 @@ export class Connection implements ConnectionApi {
     this.outbound.afterCommit(() => this.persist());
   }
 
+  /** The sequence number of the newest event (the log's head). */
+  get lastSeq(): number {
+    return this.outbound.log.lastSeq;
+  }
+
   /** The oldest cursor a reader may still resume from. */
   get oldestCursor(): number {
     return this.outbound.log.oldestCursor;

@@ -11,6 +11,13 @@
  *   resumes after a dropped socket by upgrading with the connection id and the last event id it
  *   got (`Acp-Connection-Id`/`Last-Event-ID` headers or `?connectionId=`/`?lastEventId=`): the
  *   events it missed are replayed first, none lost, none twice.
+ * - Client messages are acknowledged without a frame per message: a client that asks for it
+ *   (`?acks=1`, advertised as `acks: true` next to the connection id) gets, as the first frame of
+ *   every resumed socket, a `_sandboxagent/transport/resumed` notification that is no event (not
+ *   counted): how many of its messages this server process has handled on the connection
+ *   (`received`, or null when this process never saw the connection: it restarted) and the event
+ *   id of the log's head. The client re-sends the messages after `received`, in order. A first
+ *   frame rather than a header of the 101: browsers cannot read the 101's headers.
  * - A client's deliberate close (code 1000 or none) ends the connection, as `DELETE` does; a dropped
  *   socket does not, so that the client may resume (the idle timeout ends it otherwise).
  * - Upgrades pass the Host and Origin checks of every request, and authenticate with
@@ -73,6 +80,26 @@ const TEXT_FRAME = { binary: false } as const;
  */
 export const CLOSE = { ended: 1000, shutdown: 1012, policy: 1008, replaced: 4409, gone: 4410 } as const;
 
+/** The notification that opens a resumed socket of a client that asked for acknowledgements. */
+export const RESUMED_METHOD = "_sandboxagent/transport/resumed";
+
+/**
+ * The client messages of one connection, across its sockets: handled one after the other in
+ * arrival order, counted, and read from one socket only (the latest: a resume takes over).
+ */
+interface Inbound {
+  chain: Promise<void>;
+  /** Messages handled since initialize (the client numbers its messages the same way). */
+  received: number;
+  owner: RpcSocket;
+}
+
+/**
+ * Per connection, in memory: a restarted server has no count, and says so (`received: null`).
+ * A WeakMap so that it goes with the connection.
+ */
+const inbounds = new WeakMap<Connection, Inbound>();
+
 export interface RpcSocketServer {
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Server shutdown: closes the sockets that have no connection yet. */
@@ -122,28 +149,31 @@ interface Admitted {
   /** The connection a resuming socket names; none for a new one. */
   conn?: Connection;
   cursor?: number;
+  /** The client counts its messages and wants the count on each resume. */
+  acks: boolean;
 }
 
 function admit(req: IncomingMessage, deps: RpcSocketDeps): Admitted {
   const url = new URL(req.url ?? "/", "http://localhost");
   checkUpgrade(req, url, deps.security, (ticket) => deps.tickets.redeem(ticket, deps.path));
   const id = connectionIdOf(req) ?? url.searchParams.get("connectionId") ?? undefined;
-  if (id === undefined) return {};
+  const acks = url.searchParams.get("acks") === "1";
+  if (id === undefined) return { acks };
   const conn = lookup(deps, id);
   const cursor = cursorOf(conn, lastEventIdOf(req) ?? url.searchParams.get("lastEventId") ?? undefined);
   if (conn.drained(cursor)) throw endedProblem(conn, " Every event was delivered.");
   if (cursor === undefined && conn.hasReader) {
     throw problems.conflict("Another reader is attached; reconnect with Last-Event-ID to take over.");
   }
-  return { conn, cursor };
+  return { conn, cursor, acks };
 }
 
 /** One socket: client frames into the connection, the connection's events out as frames. */
 class RpcSocket {
   private conn: Connection | undefined;
   private reader: OutboundReader | undefined;
-  /** Client frames are handled one after the other, in arrival order. */
-  private inbound: Promise<void> = Promise.resolve();
+  /** Frames before the connection exists (the initialize), in arrival order. */
+  private preface: Promise<void> = Promise.resolve();
   private waiting = 0;
   private readonly abort = new AbortController();
   private closedByServer = false;
@@ -169,7 +199,7 @@ class RpcSocket {
       this.alive = false;
       ws.ping();
     }, deps.limits.keepAliveMs).unref();
-    if (admitted.conn) this.attach(admitted.conn, admitted.cursor);
+    if (admitted.conn) this.resume(admitted.conn, admitted.cursor, admitted.acks);
     else
       this.firstFrame = setTimeout(
         () => this.closeWith(CLOSE.policy, "no initialize received"),
@@ -183,7 +213,8 @@ class RpcSocket {
       ? data
       : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]);
     if (++this.waiting === MAX_WAITING_FRAMES) this.ws.pause();
-    this.inbound = this.inbound
+    const inbound = this.conn && inbounds.get(this.conn);
+    const next = (inbound?.chain ?? this.preface)
       .then(() => this.handle(bytes))
       .catch((error: unknown) => {
         this.deps.logger.error("WebSocket frame failed", {
@@ -195,6 +226,8 @@ class RpcSocket {
       .finally(() => {
         if (this.waiting-- === MAX_WAITING_FRAMES) this.ws.resume();
       });
+    if (inbound) inbound.chain = next;
+    else this.preface = next;
   }
 
   /** Whether the socket is bound to a connection (initialize succeeded, or it resumed one). */
@@ -215,6 +248,10 @@ class RpcSocket {
     }
     const conn = this.conn;
     if (!conn) return this.initialize(message, line);
+    const inbound = inbounds.get(conn);
+    // A socket that another resumed has no say any more: its client sends the message again there.
+    if (inbound?.owner !== this) return;
+    inbound.received++;
     const request = kindOf(message) === "request" ? (message.id as JsonRpcId) : undefined;
     if (message.method === "initialize")
       return this.reply(request, -32600, "initialize is not allowed on an existing connection.");
@@ -247,8 +284,11 @@ class RpcSocket {
         objectAt(objectAt(response.result, "_meta"), META_KEY).connection = {
           id: conn.id,
           eventId: eventId(conn.epoch, 0),
+          acks: true,
         };
       }
+      // Frames that came after the initialize wait on the preface: the connection's chain follows it.
+      inbounds.set(conn, { chain: this.preface, received: 0, owner: this });
       this.send(JSON.stringify(response));
       this.attach(conn, 0);
     } catch (error) {
@@ -257,6 +297,22 @@ class RpcSocket {
       this.reply(message.id as JsonRpcId, -32603, problem.detail, problem);
       this.closeWith(4000 + problem.status, problem.title.slice(0, 100));
     }
+  }
+
+  /**
+   * A resumed socket takes the connection's client messages over: frames still queued from the
+   * old socket are not handled (and not counted), so the count sent first is exact and the client
+   * sends those again. Within one process, so it costs nothing per message.
+   */
+  private resume(conn: Connection, cursor: number | undefined, acks: boolean): void {
+    const known = inbounds.get(conn);
+    if (known) known.owner = this;
+    else inbounds.set(conn, { chain: Promise.resolve(), received: 0, owner: this });
+    if (acks) {
+      const params = { received: known ? known.received : null, head: eventId(conn.epoch, conn.lastSeq) };
+      this.send(JSON.stringify({ jsonrpc: "2.0", method: RESUMED_METHOD, params }));
+    }
+    this.attach(conn, cursor);
   }
 
   private attach(conn: Connection, cursor: number | undefined): void {
