@@ -1,4 +1,4 @@
-import { nodeCrypto } from "../lazy-crypto.js";
+import { nodeCrypto } from "../lazy-builtins.js";
 import { constants, type Stats } from "node:fs";
 import {
   link,

@@ -24,7 +24,7 @@
  *   `Authorization: Bearer` or a single-use `?ticket=` from `POST /v2/rpc/ticket` (browsers), never
  *   with the token in the URL.
  */
-import { nodeCrypto } from "../lazy-crypto.js";
+import { nodeCrypto } from "../lazy-builtins.js";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
