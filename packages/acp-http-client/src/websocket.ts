@@ -17,7 +17,7 @@
  * (`POST {path}/ticket`) and passed as `?ticket=`. The headers are also handed to the constructor
  * as `ws` (Node) takes them; browsers ignore them.
  */
-import type { AnyMessage } from "@agentclientprotocol/sdk";
+import type { AnyMessage, AnyRequest } from "@agentclientprotocol/sdk";
 import { AcpConnectionLostError, httpErrorFrom } from "./errors.js";
 import { callSafely } from "./listeners.js";
 import { idKey, isRecord, isRequest, isResponse, parseMessage, type JsonRpcId } from "./messages.js";
@@ -89,7 +89,7 @@ class WebSocketTransport {
    * Requests written to a server process that has since restarted, with no answer yet; settled
    * once the replay reaches the head the new process named (`unknownUntil`).
    */
-  private unknown = new Map<string, AnyMessage>();
+  private unknown = new Map<string, AnyRequest>();
   private unknownUntil = 0;
   private isClosed = false;
   private failure: Error | undefined;
@@ -286,7 +286,6 @@ class WebSocketTransport {
     const requests = [...this.unknown.values()];
     this.unknown.clear();
     for (const request of requests) {
-      if (!("id" in request)) continue;
       const error = {
         jsonrpc: "2.0" as const,
         id: request.id as JsonRpcId,
