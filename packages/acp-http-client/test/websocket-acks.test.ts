@@ -22,12 +22,30 @@ function serve(stdinLog: string, args: string[] = []): Promise<RunningServer> {
   return startServer({ token: TOKEN, args, config: { agents: { mock: { command, args: agentArgs, env } } } });
 }
 
+/** Texts whose bytes `ws` has handed to the kernel (its send callback), on any socket. */
+const written: string[] = [];
+
+/** `ws` recording what it wrote, so a test waits until a frame has left the client. */
+class RecordingWebSocket extends WebSocket {
+  override send(data: string): void {
+    super.send(data, (error) => {
+      if (!error) written.push(data);
+    });
+  }
+}
+
+/** Resolves once a frame containing each marker has left the client. */
+function untilWritten(...markers: string[]): Promise<boolean> {
+  const all = () => markers.every((marker) => written.some((text) => text.includes(marker)));
+  return waitFor(all, 10_000, `frames with ${markers.join(", ")} written`);
+}
+
 function connect(baseUrl: string): AcpHttpClient {
   return new AcpHttpClient({
     baseUrl,
     token: TOKEN,
     transport: "websocket",
-    WebSocket: WebSocket as unknown as WebSocketConstructor,
+    WebSocket: RecordingWebSocket as unknown as WebSocketConstructor,
     requestTimeoutMs: 60_000,
     reconnect: { initialDelayMs: 50, maxDelayMs: 200, maxAttempts: 100 },
   });
@@ -62,8 +80,11 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         client.prompt({ sessionId: id, prompt: text(`echo lost-prompt-${i + 1}`) }),
       );
       for (const i of [1, 2, 3]) await client.extNotification("_test/lost", { marker: `lost-note-${i}` });
-      // Let the swallowed frames leave the client before the connection dies.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The swallowed frames have left the client before the connection dies.
+      await untilWritten(
+        ...[1, 2, 3].map((i) => `lost-prompt-${i}`),
+        ...[1, 2, 3].map((i) => `lost-note-${i}`),
+      );
       assert.equal(relay.cutStreams(), 1);
       const started = Date.now();
       for (const turn of turns) assert.equal((await turn).stopReason, "end_turn");
@@ -105,7 +126,8 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
       const unread = client.prompt({ sessionId, prompt: text("echo unread") });
       unread.catch(() => undefined);
       await client.extNotification("_test/unread", { marker: "note-unread" });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Both are in the stopped server's socket buffer, unread, when it dies.
+      await untilWritten("echo unread", "note-unread");
       const exited = new Promise((resolve) => server.process.once("exit", resolve));
       server.process.kill("SIGKILL");
       await exited;
