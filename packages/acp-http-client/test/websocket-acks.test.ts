@@ -36,7 +36,10 @@ function serve(stdinLog: string, args: string[] = [], wrapper?: string[]): Promi
   });
 }
 
-type RpcFailure = Error & { code?: number; data?: { reason?: string; reachedAgent?: boolean; error?: string } };
+type RpcFailure = Error & {
+  code?: number;
+  data?: { reason?: string; reachedAgent?: boolean; error?: string };
+};
 
 /** The error `call` rejects with (it must reject). */
 async function failureOf(call: Promise<unknown>): Promise<RpcFailure> {
@@ -298,10 +301,12 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         let ran = false;
         await waitFor(
           async () => {
-            ran ||= await client.newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: "after-room" } }).then(
-              () => true,
-              (e: RpcFailure) => (e.data?.reason === "not_recorded" ? false : Promise.reject(e)),
-            );
+            ran ||= await client
+              .newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: "after-room" } })
+              .then(
+                () => true,
+                (e: RpcFailure) => (e.data?.reason === "not_recorded" ? false : Promise.reject(e)),
+              );
             return ran;
           },
           10_000,

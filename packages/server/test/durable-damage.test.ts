@@ -6,7 +6,6 @@ import {
   mountNamespaceMissing,
   needService,
   smallDiskWrapper,
-  tempDir,
   waitFor,
   type RunningServer,
 } from "@sandbox-agent/testkit";

@@ -163,6 +163,13 @@ export class Connection implements ConnectionApi {
   /** Sessions being re-attached after a restart: the history the agent replays is not delivered again. */
   private readonly reattaching = new Set<string>();
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
+  /**
+   * The keys of the client requests an extension answers (the server's own methods) and whose
+   * handler has not answered yet. The connection's end answers them as it does every request in
+   * flight, so the handler's answer, which comes later (its requests to the agent fail then), is
+   * dropped rather than sent twice.
+   */
+  private readonly selfAnswered = new Set<string>();
   /** The keys of `pendingClient` the record last written holds: only their answers change it. */
   private recordedPending = new Set<string>();
   /** Acknowledgements (`accepted`) waiting for their request's answer, by id key. */
@@ -499,12 +506,17 @@ export class Connection implements ConnectionApi {
     // is logged: it is recorded in flight first, as a request for the agent is, so that a restart
     // answers it rather than leave its fate unknown. Its answer (`emit`) takes it out again.
     const serverMethod = kind === "request" && message.method!.startsWith(EXTENSION_PREFIX);
-    if (serverMethod) this.inFlight(message, acknowledged);
+    if (serverMethod) {
+      this.inFlight(message, acknowledged);
+      this.selfAnswered.add(idKey(message.id as JsonRpcId));
+    }
     for (const ext of this.options.extensions) {
       // Awaited only when it is a promise: an `await` per extension was a microtask hop each on every request.
       const handled = ext.clientMessage?.(message, this);
       if (handled === true || (handled instanceof Promise && (await handled))) return;
     }
+    // No extension answers it (none is loaded): it goes to the agent.
+    if (serverMethod) this.selfAnswered.delete(idKey(message.id as JsonRpcId));
     if (kind === "response") {
       const key = idKey(message.id as JsonRpcId);
       // A second answer (a client retry) or an answer to an unknown id is dropped, not forwarded twice.
@@ -599,9 +611,11 @@ export class Connection implements ConnectionApi {
     if (message.method === undefined && (typeof message.id === "string" || typeof message.id === "number")) {
       const key = idKey(message.id);
       if (this.pendingClient.delete(key)) {
+        // Kept at the end (`end` answers): the handler's answer then comes second.
+        if (this.state === "open") this.selfAnswered.delete(key);
         this.answered(key);
         if (this.recordedPending.delete(key)) this.persistAfterCommit();
-      }
+      } else if (this.selfAnswered.delete(key)) return;
     }
     let line: string;
     try {
@@ -951,11 +965,9 @@ export class Connection implements ConnectionApi {
     const data = { reason: ending.reason, ...ending.data };
     this.ending = { ...ending, data };
     this.failServerRequests(ending.message);
-    for (const [key, request] of this.pendingClient) {
+    // Each error takes its request out of `pendingClient` (`emit`).
+    for (const request of this.pendingClient.values())
       this.emit(errorResponse(request.id as JsonRpcId, -32603, ending.message, data));
-      this.answered(key);
-    }
-    this.pendingClient.clear();
     for (const ext of this.options.extensions) ext.sessionsEnded?.(this, this.exit);
     const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
     for (const sessionId of sessions) {
