@@ -115,6 +115,44 @@ function agentRead(stdinLog: string, marker: string): string[] {
   return log.split("\n").filter((line) => line.includes(marker));
 }
 
+/** A WebSocket client with one session on a server with a data directory, which a test may SIGKILL and start again. */
+interface Durable {
+  stdinLog: string;
+  dataDir: string;
+  server: RunningServer;
+  client: AcpHttpClient;
+  sessionId: string;
+  /** SIGKILLs the server and starts it again on the same data directory and port. */
+  restart(): Promise<void>;
+}
+
+async function withDurableClient(test: (d: Durable) => Promise<void>): Promise<void> {
+  const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
+  const dataDir = tempDir("ws-acks-data-");
+  const server = await serve(stdinLog, ["--data-dir", dataDir]);
+  const d: Durable = {
+    stdinLog,
+    dataDir,
+    server,
+    client: connect(server.baseUrl),
+    sessionId: "",
+    async restart() {
+      const exited = new Promise((resolve) => d.server.process.once("exit", resolve));
+      d.server.process.kill("SIGKILL");
+      await exited;
+      d.server = await serve(stdinLog, ["--data-dir", dataDir, "--port", String(server.port)]);
+    },
+  };
+  try {
+    await d.client.initialize(initParams());
+    d.sessionId = (await d.client.newSession({ cwd: "/tmp", mcpServers: [] })).sessionId;
+    await test(d);
+  } finally {
+    await d.client.close().catch(() => undefined);
+    await d.server.stop();
+  }
+}
+
 describe("WebSocket acknowledgements: messages written as the socket dies", { timeout: 120_000 }, () => {
   it("a socket dropped with messages in flight: every request and notification reaches the agent exactly once", async () => {
     const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
@@ -162,33 +200,21 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
   });
 
   it("a server SIGKILLed with a request written after its death: the request fails at once, saying so; a notification is not sent twice", async () => {
-    const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
-    const dataDir = tempDir("ws-acks-data-");
-    let server = await serve(stdinLog, ["--data-dir", dataDir]);
-    const port = server.port;
-    const client = connect(server.baseUrl);
-    try {
-      await client.initialize(initParams());
-      const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    await withDurableClient(async (d) => {
+      const { client, sessionId, stdinLog } = d;
       await client.extNotification("_test/before", { marker: "note-before" });
       assert.equal((await client.prompt({ sessionId, prompt: text("echo before") })).stopReason, "end_turn");
       // Stopped, the server reads nothing: what the client writes now waits unread in its socket
       // buffer and dies with it, while the client still sees an open socket.
-      server.process.kill("SIGSTOP");
+      d.server.process.kill("SIGSTOP");
       const started = Date.now();
       const unread = client.prompt({ sessionId, prompt: text("echo unread") });
       unread.catch(() => undefined);
       await client.extNotification("_test/unread", { marker: "note-unread" });
       // Both are in the stopped server's socket buffer, unread, when it dies.
       await untilWritten("echo unread", "note-unread");
-      const exited = new Promise((resolve) => server.process.once("exit", resolve));
-      server.process.kill("SIGKILL");
-      await exited;
-      server = await serve(stdinLog, ["--data-dir", dataDir, "--port", String(port)]);
-      const error = await unread.then(
-        () => assert.fail("the unread request resolved"),
-        (e: unknown) => e as Error & { data?: { reason?: string; reachedAgent?: boolean } },
-      );
+      await d.restart();
+      const error = await failureOf(unread);
       assert.match(error.message, /restarted before this request reached the agent/);
       assert.match(error.message, /safe to send it again/);
       assert.equal(error.data?.reason, "server_restarted");
@@ -207,33 +233,21 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         0,
         "a notification of unknown fate is not sent again",
       );
-    } finally {
-      await client.close().catch(() => undefined);
-      await server.stop();
-    }
+    });
   });
 
   it("a server-answered method (set_metadata) in flight when the server is SIGKILLed: recorded before it acted, the restarted server answers it", async () => {
-    const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
-    const dataDir = tempDir("ws-acks-data-");
-    let server = await serve(stdinLog, ["--data-dir", dataDir]);
-    const port = server.port;
-    const client = connect(server.baseUrl);
-    try {
-      await client.initialize(initParams());
-      const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    await withDurableClient(async (d) => {
+      const { client, sessionId } = d;
       // A stopped agent never answers the mode switch: the server's own method stays in flight.
-      const agent = await agentPid(server);
+      const agent = await agentPid(d.server);
       process.kill(agent, "SIGSTOP");
       const setMetadata = failureOf(
         client.extMethod("_sandboxagent/session/set_metadata", { sessionId, metadata: { mode: "plan" } }),
       );
-      await waitFor(() => recordedPending(dataDir).length === 1, 10_000, "the method recorded in flight");
-      const exited = new Promise((resolve) => server.process.once("exit", resolve));
-      server.process.kill("SIGKILL");
-      await exited;
+      await waitFor(() => recordedPending(d.dataDir).length === 1, 10_000, "the method recorded in flight");
+      await d.restart();
       process.kill(agent, "SIGKILL");
-      server = await serve(stdinLog, ["--data-dir", dataDir, "--port", String(port)]);
       const error = await setMetadata;
       // The server's answer (it read the request and may have acted), not the client's "never read".
       assert.equal(error.data?.reason, "server_restarted");
@@ -245,10 +259,7 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         metadata: { mode: "plan" },
       })) as { _meta?: Record<string, { mode?: unknown }> };
       assert.equal(again._meta?.["sandboxagent.dev"]?.mode, "plan");
-    } finally {
-      await client.close().catch(() => undefined);
-      await server.stop();
-    }
+    });
   });
 
   it(
