@@ -61,7 +61,7 @@ const RESUMED_METHOD = "_sandboxagent/transport/resumed";
 /** What a request gets that a restarted server has no record of (see `settleUnknown`). */
 const UNREAD_MESSAGE =
   "The server restarted before this request reached the agent: the restarted server has no record of it and will not answer it. " +
-  "It is safe to send it again (the server records every request before passing it to the agent; only a method the server answers itself, such as an extension method, may have run).";
+  "It is safe to send it again: the server records every request before anything acts on it, so one it has no record of never ran.";
 
 export function createWebSocketTransport(input: AcpHttpStreamOptions): AcpHttpStream {
   return new WebSocketTransport(input).stream;
@@ -273,11 +273,12 @@ class WebSocketTransport {
   /**
    * A request written to a server process that died, once the replay reached the head of the
    * restarted one with no answer to it: it fails now, not at `requestTimeoutMs`. Why that is
-   * sure: the server records every request it reads from a WebSocket (on disk, before it passes
-   * it to the agent), and a restarted server answers each recorded request still unanswered with
-   * a `server_restarted` error, in the log before the head it names; answers are logged before
-   * they are delivered. So no answer by the head means the dead process never passed the request
-   * on: it will never be answered, and sending it again is safe. Notifications and answers to the
+   * sure: the server records every request it reads from a WebSocket (on disk, before the agent
+   * or the server's own `_sandboxagent/*` methods act on it, and refuses one it cannot record), and
+   * a restarted server answers each recorded request still unanswered with a `server_restarted`
+   * error, in the log before the head it names; answers are logged before they are delivered. So
+   * no answer by the head means the dead process never acted on the request: it will never be
+   * answered, and sending it again is safe. Notifications and answers to the
    * agent's requests of the dead process are dropped, not sent again: whether it read them is
    * unknown (sending again could duplicate them), and their addressee, the agent process, died
    * with it (the restarted server failed its turns in flight and withdrew its requests).

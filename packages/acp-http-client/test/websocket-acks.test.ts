@@ -4,11 +4,20 @@
  * processes, real sockets, the mock agent logging every line it reads (`--stdin-log`).
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mockAgentCommand } from "@sandbox-agent/mock-agent";
-import { startProxy, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import {
+  mountNamespaceMissing,
+  needService,
+  smallDiskWrapper,
+  startProxy,
+  startServer,
+  tempDir,
+  waitFor,
+  type RunningServer,
+} from "@sandbox-agent/testkit";
 import { WebSocket } from "ws";
 import { AcpHttpClient, type WebSocketConstructor } from "../src/index.js";
 import { initParams, text } from "./helpers.js";
@@ -16,10 +25,54 @@ import { initParams, text } from "./helpers.js";
 const TOKEN = "ws-acks-token";
 
 /** The mock agent keeps its sessions next to its stdin log, so a restarted server loads them again. */
-function serve(stdinLog: string, args: string[] = []): Promise<RunningServer> {
+function serve(stdinLog: string, args: string[] = [], wrapper?: string[]): Promise<RunningServer> {
   const { command, args: agentArgs } = mockAgentCommand(["--stdin-log", stdinLog]);
   const env = { MOCK_AGENT_STATE_DIR: path.dirname(stdinLog) };
-  return startServer({ token: TOKEN, args, config: { agents: { mock: { command, args: agentArgs, env } } } });
+  return startServer({
+    token: TOKEN,
+    args,
+    wrapper,
+    config: { agents: { mock: { command, args: agentArgs, env } } },
+  });
+}
+
+type RpcFailure = Error & {
+  code?: number;
+  data?: { reason?: string; reachedAgent?: boolean; error?: string };
+};
+
+/** The error `call` rejects with (it must reject). */
+async function failureOf(call: Promise<unknown>): Promise<RpcFailure> {
+  return call.then(
+    () => assert.fail("the request resolved"),
+    (error: unknown) => error as RpcFailure,
+  );
+}
+
+/** The pid of the agent of the server's only connection. */
+async function agentPid(server: RunningServer): Promise<number> {
+  const response = await fetch(`${server.baseUrl}/v2/connections`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  const { connections } = (await response.json()) as { connections: { pid: number | null }[] };
+  const pid = connections[0]?.pid;
+  assert.equal(typeof pid, "number", JSON.stringify(connections));
+  return pid!;
+}
+
+/** The requests in flight the connection record on disk holds (the index journal's last record of it). */
+function recordedPending(dataDir: string): unknown[] {
+  let journal = "";
+  try {
+    journal = readFileSync(path.join(dataDir, "event-log", "index.journal"), "utf8");
+  } catch {
+    return [];
+  }
+  const records = journal
+    .split("\n")
+    .filter((line) => line.startsWith('["connections"'))
+    .map((line) => JSON.parse(line) as [string, string, { pending?: unknown[] }?]);
+  return records.at(-1)?.[2]?.pending ?? [];
 }
 
 /** Texts whose bytes `ws` has handed to the kernel (its send callback), on any socket. */
@@ -60,6 +113,44 @@ function agentRead(stdinLog: string, marker: string): string[] {
     return [];
   }
   return log.split("\n").filter((line) => line.includes(marker));
+}
+
+/** A WebSocket client with one session on a server with a data directory, which a test may SIGKILL and start again. */
+interface Durable {
+  stdinLog: string;
+  dataDir: string;
+  server: RunningServer;
+  client: AcpHttpClient;
+  sessionId: string;
+  /** SIGKILLs the server and starts it again on the same data directory and port. */
+  restart(): Promise<void>;
+}
+
+async function withDurableClient(test: (d: Durable) => Promise<void>): Promise<void> {
+  const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
+  const dataDir = tempDir("ws-acks-data-");
+  const server = await serve(stdinLog, ["--data-dir", dataDir]);
+  const d: Durable = {
+    stdinLog,
+    dataDir,
+    server,
+    client: connect(server.baseUrl),
+    sessionId: "",
+    async restart() {
+      const exited = new Promise((resolve) => d.server.process.once("exit", resolve));
+      d.server.process.kill("SIGKILL");
+      await exited;
+      d.server = await serve(stdinLog, ["--data-dir", dataDir, "--port", String(server.port)]);
+    },
+  };
+  try {
+    await d.client.initialize(initParams());
+    d.sessionId = (await d.client.newSession({ cwd: "/tmp", mcpServers: [] })).sessionId;
+    await test(d);
+  } finally {
+    await d.client.close().catch(() => undefined);
+    await d.server.stop();
+  }
 }
 
 describe("WebSocket acknowledgements: messages written as the socket dies", { timeout: 120_000 }, () => {
@@ -109,33 +200,21 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
   });
 
   it("a server SIGKILLed with a request written after its death: the request fails at once, saying so; a notification is not sent twice", async () => {
-    const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
-    const dataDir = tempDir("ws-acks-data-");
-    let server = await serve(stdinLog, ["--data-dir", dataDir]);
-    const port = server.port;
-    const client = connect(server.baseUrl);
-    try {
-      await client.initialize(initParams());
-      const { sessionId } = await client.newSession({ cwd: "/tmp", mcpServers: [] });
+    await withDurableClient(async (d) => {
+      const { client, sessionId, stdinLog } = d;
       await client.extNotification("_test/before", { marker: "note-before" });
       assert.equal((await client.prompt({ sessionId, prompt: text("echo before") })).stopReason, "end_turn");
       // Stopped, the server reads nothing: what the client writes now waits unread in its socket
       // buffer and dies with it, while the client still sees an open socket.
-      server.process.kill("SIGSTOP");
+      d.server.process.kill("SIGSTOP");
       const started = Date.now();
       const unread = client.prompt({ sessionId, prompt: text("echo unread") });
       unread.catch(() => undefined);
       await client.extNotification("_test/unread", { marker: "note-unread" });
       // Both are in the stopped server's socket buffer, unread, when it dies.
       await untilWritten("echo unread", "note-unread");
-      const exited = new Promise((resolve) => server.process.once("exit", resolve));
-      server.process.kill("SIGKILL");
-      await exited;
-      server = await serve(stdinLog, ["--data-dir", dataDir, "--port", String(port)]);
-      const error = await unread.then(
-        () => assert.fail("the unread request resolved"),
-        (e: unknown) => e as Error & { data?: { reason?: string; reachedAgent?: boolean } },
-      );
+      await d.restart();
+      const error = await failureOf(unread);
       assert.match(error.message, /restarted before this request reached the agent/);
       assert.match(error.message, /safe to send it again/);
       assert.equal(error.data?.reason, "server_restarted");
@@ -154,8 +233,136 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         0,
         "a notification of unknown fate is not sent again",
       );
+    });
+  });
+
+  it("a server-answered method (set_metadata) in flight when the server is SIGKILLed: recorded before it acted, the restarted server answers it", async () => {
+    await withDurableClient(async (d) => {
+      const { client, sessionId } = d;
+      // A stopped agent never answers the mode switch: the server's own method stays in flight.
+      const agent = await agentPid(d.server);
+      process.kill(agent, "SIGSTOP");
+      const setMetadata = failureOf(
+        client.extMethod("_sandboxagent/session/set_metadata", { sessionId, metadata: { mode: "plan" } }),
+      );
+      await waitFor(() => recordedPending(d.dataDir).length === 1, 10_000, "the method recorded in flight");
+      await d.restart();
+      process.kill(agent, "SIGKILL");
+      const error = await setMetadata;
+      // The server's answer (it read the request and may have acted), not the client's "never read".
+      assert.equal(error.data?.reason, "server_restarted");
+      assert.notEqual(error.data?.reachedAgent, false);
+      assert.match(error.message, /in flight/);
+      // Repeating it is harmless (a merge): the connection goes on with a new agent.
+      const again = (await client.extMethod("_sandboxagent/session/set_metadata", {
+        sessionId,
+        metadata: { mode: "plan" },
+      })) as { _meta?: Record<string, { mode?: unknown }> };
+      assert.equal(again._meta?.["sandboxagent.dev"]?.mode, "plan");
+    });
+  });
+
+  it(
+    "a request the server cannot record (its data directory is full) is refused, not run unrecorded: not_recorded, nothing reached the agent",
+    { skip: needService("mount namespaces", mountNamespaceMissing()) },
+    async () => {
+      const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
+      const dataDir = tempDir("ws-acks-data-");
+      const logDir = path.join(dataDir, "event-log");
+      mkdirSync(logDir, { recursive: true });
+      const server = await serve(stdinLog, ["--data-dir", dataDir], smallDiskWrapper(logDir, "1m"));
+      const client = connect(server.baseUrl);
+      try {
+        await client.initialize(initParams());
+        await client.newSession({ cwd: "/tmp", mcpServers: [] });
+        const filler = path.join(`/proc/${server.process.pid}/root`, logDir, "filler");
+        try {
+          writeFileSync(filler, Buffer.alloc(1024 * 1024));
+        } catch (error) {
+          assert.equal((error as NodeJS.ErrnoException).code, "ENOSPC");
+        }
+        // Requests until one cannot be recorded (the index's last page may take a few more).
+        const accepted: Promise<unknown>[] = [];
+        let refused: Promise<RpcFailure> | undefined;
+        let marker = "";
+        for (let i = 1; i <= 20 && refused === undefined; i++) {
+          marker = `probe-${i}-`;
+          const call = client.newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: marker } });
+          const failed = /cannot write the event log index/;
+          await waitFor(
+            () => agentRead(stdinLog, marker).length === 1 || failed.test(server.logs()),
+            10_000,
+            `${marker} reached the agent or refused`,
+          );
+          if (agentRead(stdinLog, marker).length === 1) accepted.push(call);
+          else refused = failureOf(call);
+        }
+        assert.ok(refused, "a request was refused once the disk was full");
+        // Room again: the answers held in memory are written and delivered.
+        rmSync(filler);
+        const error = await refused;
+        assert.equal(error.data?.reason, "not_recorded");
+        assert.equal(error.data?.reachedAgent, false);
+        assert.match(error.data?.error ?? "", /ENOSPC/);
+        assert.match(error.message, /could not record this request/);
+        assert.match(error.message, /send it again/);
+        await Promise.all(accepted);
+        assert.equal(agentRead(stdinLog, marker).length, 0, "the refused request never reached the agent");
+        // Sent again, it runs: at once, or after the index is written again (within a second).
+        let ran = false;
+        await waitFor(
+          async () => {
+            ran ||= await client
+              .newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: "after-room" } })
+              .then(
+                () => true,
+                (e: RpcFailure) => (e.data?.reason === "not_recorded" ? false : Promise.reject(e)),
+              );
+            return ran;
+          },
+          10_000,
+          "the request sent again runs",
+        );
+        assert.equal(agentRead(stdinLog, "after-room").length, 1);
+      } finally {
+        await client.close().catch(() => undefined);
+        await server.stop();
+      }
+    },
+  );
+
+  it("POSTs on a WebSocket's connection do not disturb its count: a socket dropped with frames in flight loses none, sends none twice", async () => {
+    const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
+    const server = await serve(stdinLog);
+    const relay = await startProxy(server.port);
+    const client = connect(relay.baseUrl);
+    const post = (marker: string) =>
+      fetch(`${server.baseUrl}/v2/rpc`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          "content-type": "application/json",
+          "acp-connection-id": client.connectionId!,
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", method: "_test/posted", params: { marker } }),
+      });
+    try {
+      await client.initialize(initParams());
+      await client.newSession({ cwd: "/tmp", mcpServers: [] });
+      for (const i of [1, 2]) assert.equal((await post(`posted-before-${i}`)).status, 202);
+      await client.extNotification("_test/ws", { marker: "ws-1" });
+      assert.equal(relay.blackHoleStreams(), 1, "the WebSocket goes into a black hole");
+      for (const i of [2, 3]) await client.extNotification("_test/ws", { marker: `ws-${i}` });
+      assert.equal((await post("posted-during")).status, 202);
+      await untilWritten("ws-2", "ws-3");
+      assert.equal(relay.cutStreams(), 1);
+      // A round trip after the resume: everything written before it was handled.
+      await client.newSession({ cwd: "/tmp", mcpServers: [] });
+      for (const marker of ["ws-1", "ws-2", "ws-3", "posted-before-1", "posted-before-2", "posted-during"])
+        assert.equal(agentRead(stdinLog, `"${marker}"`).length, 1, `${marker} once`);
     } finally {
       await client.close().catch(() => undefined);
+      await relay.stop();
       await server.stop();
     }
   });

@@ -74,9 +74,28 @@ export class AgentRequestError extends Error {
 
   /** True when the agent process exited before answering. */
   get agentExited(): boolean {
+    return this.dataField("reason") === "agent_exited";
+  }
+
+  /**
+   * True when the server restarted (crash or restart) before answering: a call in flight then
+   * (it may have run), or one the server had not read yet (`safeToRetry`). The connection goes on.
+   */
+  get serverRestarted(): boolean {
+    return this.dataField("reason") === "server_restarted";
+  }
+
+  /**
+   * True when the call surely did not run, so sending it again is safe: the server restarted
+   * before it read it, or could not record it and refused it (`data.reason: "not_recorded"`, its
+   * data directory full). False for a call that may have run: repeat it only if that is harmless.
+   */
+  get safeToRetry(): boolean {
+    return this.dataField("reachedAgent") === false;
+  }
+
+  private dataField(name: string): unknown {
     const data = this.data;
-    return (
-      data !== null && typeof data === "object" && (data as { reason?: unknown }).reason === "agent_exited"
-    );
+    return data !== null && typeof data === "object" ? (data as Record<string, unknown>)[name] : undefined;
   }
 }

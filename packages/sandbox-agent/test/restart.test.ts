@@ -81,6 +81,10 @@ describe("a server restart under a client", () => {
         assert.ok(error instanceof AgentRequestError, String(error));
         assert.match(error.message, /server restarted/);
         assert.equal((error.data as { reason?: string }).reason, "server_restarted");
+        assert.equal(error.serverRestarted, true);
+        // It was in flight: it may have run, so the SDK does not call it safe to send again.
+        assert.equal(error.safeToRetry, false);
+        assert.match(error.message, /^prompt failed: .*Send it again if it is safe to repeat/);
         // The same connection goes on: the session is loaded again by a new agent process.
         assert.equal((await next).stopReason, "end_turn");
         // Every chunk the server had logged, once and in order (no gap, no duplicate across the

@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { needService, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import {
+  mountNamespaceMissing,
+  needService,
+  smallDiskWrapper,
+  waitFor,
+  type RunningServer,
+} from "@sandbox-agent/testkit";
 import {
   answerTo,
   assertChunksInOrder,
@@ -36,18 +41,6 @@ async function ended(sse: SseReader, server: RunningServer): Promise<void> {
 }
 
 const firstSeqOf = (file: string) => Number(path.basename(file).slice(0, 16));
-
-/** Why a tmpfs in a private mount namespace cannot be had here, if it cannot. */
-function mountNamespaceMissing(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root (a small tmpfs mounted in a private mount namespace)";
-  const probe = spawnSync(
-    "unshare",
-    ["--mount", "--propagation", "private", "sh", "-c", 'mount -t tmpfs tmpfs "$1"', "sh", tempDir()],
-    { encoding: "utf8" },
-  );
-  if (probe.status === 0) return undefined;
-  return `unshare --mount … mount -t tmpfs failed: ${probe.error?.message ?? probe.stderr}`;
-}
 
 describe("durable connections: damage to the event log", () => {
   it("a corrupt frame in the middle of a segment: reported, the events up to it replayed, then 410; other connections unharmed", async () => {
@@ -144,8 +137,7 @@ describe("durable connections: damage to the event log", () => {
       mkdirSync(logDir, { recursive: true });
       // The event log on a 1 MiB tmpfs only the server (in its own mount namespace) sees; the test
       // reaches it through /proc/<pid>/root.
-      const script = 'mount -t tmpfs -o size=1m tmpfs "$1" && shift && exec "$@"';
-      s.wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", logDir];
+      s.wrapper = smallDiskWrapper(logDir, "1m");
       const server = await serve(s);
       try {
         const inside = path.join(`/proc/${server.process.pid}/root`, logDir);

@@ -541,3 +541,34 @@ describe("Sandbox extensions", () => {
     }
   });
 });
+
+describe("Sandbox extension methods in flight when the connection ends", () => {
+  it("a set_metadata waiting for the agent's mode switch when the agent dies: answered once, by its handler", async () => {
+    const server = await startServer({ config: { agents: { mock: mockWith() } } });
+    try {
+      const conn = await RawConnection.open(server);
+      const sse = await conn.openSse(null);
+      const sessionId = await conn.newSession(sse);
+      const listed = await fetch(`${server.baseUrl}/v2/connections/${conn.id}`, {
+        headers: server.headers(),
+      });
+      const { pid } = (await listed.json()) as { pid: number };
+      // Stopped, the agent never answers the switch: the server's own method stays in flight.
+      process.kill(pid, "SIGSTOP");
+      const id = await conn.send("_sandboxagent/session/set_metadata", {
+        sessionId,
+        metadata: { mode: "plan" },
+      });
+      process.kill(pid, "SIGKILL");
+      await sse.done;
+      const answers = sse.messages().filter((m) => m.id === id && m.method === undefined);
+      assert.equal(answers.length, 1, JSON.stringify(answers));
+      // The connection's end answers it (the agent exited); its handler's later answer is not sent too.
+      assert.match(answers[0]!.error!.message, /agent process exited/);
+      assert.equal((answers[0]!.error!.data as { reason?: string }).reason, "agent_exited");
+      assert.ok(sse.messages().some((m) => m.method === "_sandboxagent/session/ended"));
+    } finally {
+      await server.stop();
+    }
+  });
+});

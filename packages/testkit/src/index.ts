@@ -27,3 +27,4 @@ export {
 } from "./postgres.js";
 export { closeWorkers, serveWorker, startWorker, type Worker, type WorkerHandlers } from "./worker.js";
 export { bwrapUnavailable } from "./bwrap.js";
+export { mountNamespaceMissing, smallDiskWrapper } from "./small-disk.js";

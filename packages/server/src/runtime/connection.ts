@@ -10,6 +10,7 @@ import { textChunkSession } from "./content-chunk.js";
 import { snapshotOf, type ConnectionSnapshot } from "./connection-snapshot.js";
 import {
   errorResponse,
+  EXTENSION_PREFIX,
   idKey,
   isObject,
   kindOf,
@@ -69,6 +70,19 @@ const RESTARTED =
 const WITHDRAWN =
   "The server restarted and the agent that sent this request is gone: it is withdrawn, and an answer to it is ignored.";
 
+/**
+ * A request the server could not record in flight (its data directory is full or failing), so it
+ * was refused before anything acted on it: run unrecorded, a restart would leave it unanswered.
+ */
+export class NotRecordedError extends Error {
+  constructor(override readonly cause: Error) {
+    super(
+      `The server could not record this request (${cause.message}), so it did not run it: a restart would have left it unanswered. ` +
+        "Nothing was done: send it again once the server's data directory has room again (the server retries writing it every second; its log says why it failed).",
+    );
+  }
+}
+
 /** The agent could not be started again after a restart: the connection ended (see `ending`). */
 export class AgentUnavailableError extends Error {}
 
@@ -110,9 +124,10 @@ export interface ConnectionOptions {
   onClosed: (conn: Connection) => void;
   /**
    * Called when what `record()` returns changed (sessions, requests in flight, the ending);
-   * undefined when nothing survives a restart (no record is kept, `accepted` does not wait).
+   * returns why it could not be written (ENOSPC…: it is kept in memory and written later), if so.
+   * Undefined when nothing survives a restart (no record is kept, `accepted` does not wait).
    */
-  persist?: (conn: Connection) => void;
+  persist?: (conn: Connection) => Error | undefined;
   /** Called when a recovered connection started its agent again. */
   agentStarted?: (conn: Connection) => void;
 }
@@ -148,6 +163,13 @@ export class Connection implements ConnectionApi {
   /** Sessions being re-attached after a restart: the history the agent replays is not delivered again. */
   private readonly reattaching = new Set<string>();
   private readonly pendingClient = new Map<string, JsonRpcMessage>();
+  /**
+   * The keys of the client requests an extension answers (the server's own methods) and whose
+   * handler has not answered yet. The connection's end answers them as it does every request in
+   * flight, so the handler's answer, which comes later (its requests to the agent fail then), is
+   * dropped rather than sent twice.
+   */
+  private readonly selfAnswered = new Set<string>();
   /** The keys of `pendingClient` the record last written holds: only their answers change it. */
   private recordedPending = new Set<string>();
   /** Acknowledgements (`accepted`) waiting for their request's answer, by id key. */
@@ -479,12 +501,22 @@ export class Connection implements ConnectionApi {
    */
   async receive(message: JsonRpcMessage, raw: string, acknowledged = false): Promise<void> {
     this.lastActivity = Date.now();
+    const kind = kindOf(message);
+    // A method the server answers itself acts (writes metadata, ends a session) before its answer
+    // is logged: it is recorded in flight first, as a request for the agent is, so that a restart
+    // answers it rather than leave its fate unknown. Its answer (`emit`) takes it out again.
+    const serverMethod = kind === "request" && message.method!.startsWith(EXTENSION_PREFIX);
+    if (serverMethod) {
+      this.inFlight(message, acknowledged);
+      this.selfAnswered.add(idKey(message.id as JsonRpcId));
+    }
     for (const ext of this.options.extensions) {
       // Awaited only when it is a promise: an `await` per extension was a microtask hop each on every request.
       const handled = ext.clientMessage?.(message, this);
       if (handled === true || (handled instanceof Promise && (await handled))) return;
     }
-    const kind = kindOf(message);
+    // No extension answers it (none is loaded): it goes to the agent.
+    if (serverMethod) this.selfAnswered.delete(idKey(message.id as JsonRpcId));
     if (kind === "response") {
       const key = idKey(message.id as JsonRpcId);
       // A second answer (a client retry) or an answer to an unknown id is dropped, not forwarded twice.
@@ -498,11 +530,24 @@ export class Connection implements ConnectionApi {
       }
     }
     const agent = this.agent ?? (await this.running());
-    if (kind === "request") {
-      this.pendingClient.set(idKey(message.id as JsonRpcId), message);
-      if (!acknowledged) this.persist();
-    }
+    if (kind === "request" && !serverMethod) this.inFlight(message, acknowledged);
     await agent.write(raw);
+  }
+
+  /**
+   * Request `message` is in flight: recorded now unless `acknowledged` (see `accepted`). A record
+   * that cannot be written refuses the request (`NotRecordedError`) rather than run it unrecorded.
+   */
+  private inFlight(message: JsonRpcMessage, acknowledged: boolean): void {
+    const key = idKey(message.id as JsonRpcId);
+    this.pendingClient.set(key, message);
+    if (acknowledged) return;
+    const failure = this.persist();
+    if (failure === undefined) return;
+    this.pendingClient.delete(key);
+    // The record kept in memory, which a later write puts on disk, must not hold it either.
+    this.persist();
+    throw new NotRecordedError(failure);
   }
 
   /**
@@ -562,6 +607,16 @@ export class Connection implements ConnectionApi {
   }
 
   emit(message: JsonRpcMessage): void {
+    // The server's own answer to a client request in flight (an extension method): no longer in flight.
+    if (message.method === undefined && (typeof message.id === "string" || typeof message.id === "number")) {
+      const key = idKey(message.id);
+      if (this.pendingClient.delete(key)) {
+        // Kept at the end (`end` answers): the handler's answer then comes second.
+        if (this.state === "open") this.selfAnswered.delete(key);
+        this.answered(key);
+        if (this.recordedPending.delete(key)) this.persistAfterCommit();
+      } else if (this.selfAnswered.delete(key)) return;
+    }
     let line: string;
     try {
       line = JSON.stringify(message);
@@ -629,8 +684,8 @@ export class Connection implements ConnectionApi {
     };
   }
 
-  /** Writes the record now (requests in flight: see `accepted`). */
-  private persist(): void {
+  /** Writes the record now (requests in flight: see `accepted`); returns why it could not be written, if so. */
+  private persist(): Error | undefined {
     const { persist } = this.options;
     if (
       persist === undefined ||
@@ -638,9 +693,9 @@ export class Connection implements ConnectionApi {
       this.state === "closed" ||
       this.state === "initializing"
     )
-      return;
+      return undefined;
     this.recordedPending = new Set(this.pendingClient.keys());
-    persist(this);
+    return persist(this);
   }
 
   /** Writes the record once the events appended in this turn are: an answer recorded is an answer logged. */
@@ -910,11 +965,9 @@ export class Connection implements ConnectionApi {
     const data = { reason: ending.reason, ...ending.data };
     this.ending = { ...ending, data };
     this.failServerRequests(ending.message);
-    for (const [key, request] of this.pendingClient) {
+    // Each error takes its request out of `pendingClient` (`emit`).
+    for (const request of this.pendingClient.values())
       this.emit(errorResponse(request.id as JsonRpcId, -32603, ending.message, data));
-      this.answered(key);
-    }
-    this.pendingClient.clear();
     for (const ext of this.options.extensions) ext.sessionsEnded?.(this, this.exit);
     const sessions = this.sessionIds.size > 0 ? [...this.sessionIds] : [undefined];
     for (const sessionId of sessions) {

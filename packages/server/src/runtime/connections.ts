@@ -142,7 +142,9 @@ export class ConnectionRegistry {
       // In memory no record outlives the process: none is written on every request.
       persist: this.options.store.durable
         ? (c) => {
-            if (this.connections.get(c.id) === c) this.records.set(c.id, c.record());
+            if (this.connections.get(c.id) !== c) return undefined;
+            this.records.set(c.id, c.record());
+            return this.records.failure;
           }
         : undefined,
       agentStarted: (c) => this.track(c),

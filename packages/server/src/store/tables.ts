@@ -17,6 +17,11 @@ export interface StateTable<T> {
   changed(key: string): void;
   entries(): IterableIterator<[string, T]>;
   readonly size: number;
+  /**
+   * Why the last change could not be written (ENOSPC, EIO…), until a later write succeeds;
+   * undefined when every change is on disk (always, in memory). Changes are kept in memory meanwhile.
+   */
+  readonly failure: Error | undefined;
 }
 
 /** The tables of one store. */
@@ -44,6 +49,7 @@ export class MemoryTables implements Tables {
       get size() {
         return values.size;
       },
+      failure: undefined,
     };
   }
 
@@ -95,6 +101,7 @@ export class IndexJournal implements Tables {
 
   table<T>(name: string): StateTable<T> {
     const values = this.map(name) as Map<string, T>;
+    const failure = (): Error | undefined => this.failure;
     return {
       get: (key) => values.get(key),
       set: (key, value) => {
@@ -115,6 +122,9 @@ export class IndexJournal implements Tables {
       entries: () => values.entries(),
       get size() {
         return values.size;
+      },
+      get failure() {
+        return failure();
       },
     };
   }

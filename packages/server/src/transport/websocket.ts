@@ -46,6 +46,7 @@ import {
   AgentUnavailableError,
   batchLength,
   eventBytes,
+  NotRecordedError,
   type Connection,
   type OutboundReader,
 } from "../runtime/connection.js";
@@ -266,6 +267,13 @@ class RpcSocket {
     try {
       await conn.receive(message, line);
     } catch (error) {
+      // Refused unrecorded (the data directory is full or failing): nothing acted on it.
+      if (error instanceof NotRecordedError)
+        return this.reply(request, -32603, error.message, {
+          reason: "not_recorded",
+          reachedAgent: false,
+          error: error.cause.message,
+        });
       // A recovered connection whose agent could not be started again: it ended, and says why.
       if (!(error instanceof AgentUnavailableError)) throw error;
       const problem = endedProblem(conn).problem;
