@@ -235,6 +235,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     {
       maxSockets: limits.maxSockets,
+      maxStreamsPerSocket: limits.maxStreamsPerSocket,
       headersTimeoutMs: limits.headersTimeoutMs,
       requestTimeoutMs: limits.requestTimeoutMs,
       keepAliveTimeoutMs: 65_000,

@@ -10,7 +10,7 @@ import { connect as connectTcp } from "node:net";
 import { Readable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { readSse, startServer, waitFor, type RunningServer, type SseEvent } from "@sandbox-agent/testkit";
-import { MAX_STREAMS_PER_SOCKET } from "../src/http/h2c.js";
+import { DEFAULT_LIMITS } from "../src/runtime/options.js";
 import type { RpcMessage } from "./support/rpc.js";
 
 const TIMEOUT_MS = 10_000;
@@ -213,40 +213,18 @@ describe("HTTP/2 cleartext with prior knowledge on the HTTP/1.1 port", () => {
   });
 
   it("a stream past the per-socket cap gets a 503 problem saying to retry or open another connection", async () => {
-    const own = connectH2(server.baseUrl);
-    own.on("error", () => undefined);
+    await assertStreamCap(server.baseUrl, DEFAULT_LIMITS.maxStreamsPerSocket, session);
+  });
+
+  it("takes the per-socket cap from limits.maxStreamsPerSocket", async () => {
+    const own = await startServer({ config: { limits: { maxStreamsPerSocket: 4 } } });
+    const other = connectH2(own.baseUrl);
+    other.on("error", () => undefined);
     try {
-      // Requests whose bodies never come: each holds its stream open (until requestTimeoutMs).
-      const held = Array.from({ length: MAX_STREAMS_PER_SOCKET }, () => {
-        const stream = own.request({
-          ":method": "POST",
-          ":path": "/v2/rpc",
-          ...json,
-          "content-length": "100",
-        });
-        stream.on("error", () => undefined);
-        stream.write("{");
-        return stream;
-      });
-      // Frames of one session arrive in order: the server has seen every held stream before this one.
-      const refused = await h2Request(own, { ":method": "GET", ":path": "/v2/health" });
-      assert.equal(refused.status, 503, refused.body);
-      assert.equal(refused.headers["content-type"], "application/problem+json");
-      assert.equal(refused.headers["retry-after"], "1");
-      const problem = JSON.parse(refused.body) as { status: number; detail: string; limit: number };
-      assert.equal(problem.status, 503);
-      assert.equal(problem.limit, MAX_STREAMS_PER_SOCKET);
-      assert.match(problem.detail, /retry once one of them has ended, or open another connection/);
-      // Another connection is served meanwhile, and this one again once a stream ended.
-      assert.equal((await h2Request(session, { ":method": "GET", ":path": "/v2/health" })).status, 200);
-      held[0]!.close(constants.NGHTTP2_CANCEL);
-      await waitFor(
-        async () => (await h2Request(own, { ":method": "GET", ":path": "/v2/health" })).status === 200,
-        TIMEOUT_MS,
-        "a stream served after one ended",
-      );
+      await assertStreamCap(own.baseUrl, 4, other);
     } finally {
-      own.destroy();
+      other.destroy();
+      await own.stop();
     }
   });
 
@@ -300,3 +278,39 @@ describe("HTTP/2 cleartext with prior knowledge on the HTTP/1.1 port", () => {
     }
   });
 });
+
+/**
+ * Holds `limit` streams open on a fresh session to `baseUrl` (requests whose bodies never come),
+ * then checks the next stream gets the 503 problem, that `other` is served meanwhile, and that the
+ * session is served again once one held stream ended.
+ */
+async function assertStreamCap(baseUrl: string, limit: number, other: ClientHttp2Session): Promise<void> {
+  const own = connectH2(baseUrl);
+  own.on("error", () => undefined);
+  try {
+    const held = Array.from({ length: limit }, () => {
+      const stream = own.request({ ":method": "POST", ":path": "/v2/rpc", ...json, "content-length": "100" });
+      stream.on("error", () => undefined);
+      stream.write("{");
+      return stream;
+    });
+    // Frames of one session arrive in order: the server has seen every held stream before this one.
+    const refused = await h2Request(own, { ":method": "GET", ":path": "/v2/health" });
+    assert.equal(refused.status, 503, refused.body);
+    assert.equal(refused.headers["content-type"], "application/problem+json");
+    assert.equal(refused.headers["retry-after"], "1");
+    const problem = JSON.parse(refused.body) as { status: number; detail: string; limit: number };
+    assert.equal(problem.status, 503);
+    assert.equal(problem.limit, limit);
+    assert.match(problem.detail, /retry once one of them has ended, or open another connection/);
+    assert.equal((await h2Request(other, { ":method": "GET", ":path": "/v2/health" })).status, 200);
+    held[0]!.close(constants.NGHTTP2_CANCEL);
+    await waitFor(
+      async () => (await h2Request(own, { ":method": "GET", ":path": "/v2/health" })).status === 200,
+      TIMEOUT_MS,
+      "a stream served after one ended",
+    );
+  } finally {
+    own.destroy();
+  }
+}

@@ -12,15 +12,6 @@ import type { HandledRequest, HandledResponse, RequestHandler } from "./listener
 import { ProblemError, problems, sendProblem } from "./problem.js";
 import { unavailable } from "./unavailable.js";
 
-/**
- * Open streams one HTTP/2 socket may have. `limits.maxSockets` bounds sockets, not what is
- * multiplexed on one, so a single client could otherwise hold unbounded requests and SSE readers.
- * Past it a stream gets a 503 problem saying to open another connection. It is not advertised as
- * SETTINGS_MAX_CONCURRENT_STREAMS: a client would queue the extra request, and a request queued
- * behind long-lived SSE streams would wait for ever instead of being told why.
- */
-export const MAX_STREAMS_PER_SOCKET = 128;
-
 declare module "node:http2" {
   // Present at runtime (lib/internal/http2/compat.js) but missing from @types/node 20.
   interface Http2ServerResponse {
@@ -35,15 +26,28 @@ export interface H2cServer {
   closeAll(): void;
 }
 
-export function h2cServer(
-  handler: RequestHandler,
-  requestTimeoutMs: number,
-  idleMs: () => number,
-): H2cServer {
+export interface H2cOptions {
+  /** Time to receive a whole request (headers and body); not the response. */
+  requestTimeoutMs: number;
+  /**
+   * Open streams one socket may have (`limits.maxStreamsPerSocket`). `limits.maxSockets` bounds
+   * sockets, not what is multiplexed on one, so a single client could otherwise hold unbounded
+   * requests and SSE readers. Past it a stream gets a 503 problem saying to open another
+   * connection. It is not advertised as SETTINGS_MAX_CONCURRENT_STREAMS: a client would queue the
+   * extra request, and a request queued behind long-lived SSE streams would wait for ever instead
+   * of being told why.
+   */
+  maxStreams: number;
+  /** A session with no open stream for this long is closed (the HTTP/1.1 keep-alive timeout). */
+  idleMs: () => number;
+}
+
+export function h2cServer(handler: RequestHandler, options: H2cOptions): H2cServer {
+  const { requestTimeoutMs, maxStreams, idleMs } = options;
   const http2 = createHttp2Server();
   const open = new WeakMap<Http2Session, number>();
   http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) => {
-    if ((open.get(req.stream.session!) ?? 0) > MAX_STREAMS_PER_SOCKET) refuseStream(res);
+    if ((open.get(req.stream.session!) ?? 0) > maxStreams) refuseStream(res, maxStreams);
     else serveHttp2(req, res, handler, requestTimeoutMs);
   });
   const sessions = trackSessions(http2, idleMs, open);
@@ -82,12 +86,12 @@ function trackSessions(
   return sessions;
 }
 
-/** A stream past `MAX_STREAMS_PER_SOCKET`: a 503 problem, and RST_STREAM NO_ERROR so the client sends no body. */
-function refuseStream(res: Http2ServerResponse): void {
+/** A stream past `maxStreams`: a 503 problem, and RST_STREAM NO_ERROR so the client sends no body. */
+function refuseStream(res: Http2ServerResponse, maxStreams: number): void {
   const problem = unavailable(
-    `This HTTP/2 connection has ${MAX_STREAMS_PER_SOCKET} open streams, the most the server allows on one; ` +
-      "retry once one of them has ended, or open another connection.",
-    { limit: MAX_STREAMS_PER_SOCKET },
+    `This HTTP/2 connection has ${maxStreams} open streams, the most the server allows on one ` +
+      "(limits.maxStreamsPerSocket); retry once one of them has ended, or open another connection.",
+    { limit: maxStreams },
   );
   sendProblem(res as unknown as ServerResponse, problem);
   res.stream.close(constants.NGHTTP2_NO_ERROR);

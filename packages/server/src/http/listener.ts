@@ -49,6 +49,8 @@ export interface HandledResponse {
 export interface ListenerOptions {
   /** Open client sockets at most (see `SocketLimit`). */
   maxSockets: number;
+  /** Open streams on one HTTP/2 socket at most (see `h2c.ts`). */
+  maxStreamsPerSocket: number;
   /** Time for a new socket's first bytes and for a request's headers. */
   headersTimeoutMs: number;
   /** Time to receive a whole request (headers and body); not the response. */
@@ -94,7 +96,12 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
   let h2cServer: H2cServer | undefined;
   const loadH2c = (): Promise<H2cServer> =>
     (h2c ??= import("./h2c.js").then(
-      (m) => (h2cServer = m.h2cServer(handler, requestTimeoutMs, () => server.keepAliveTimeout)),
+      (m) =>
+        (h2cServer = m.h2cServer(handler, {
+          requestTimeoutMs,
+          maxStreams: options.maxStreamsPerSocket,
+          idleMs: () => server.keepAliveTimeout,
+        })),
     ));
   const unclassified = new Set<Socket>();
   const limit = new SocketLimit(options.maxSockets);

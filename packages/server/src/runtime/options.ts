@@ -27,6 +27,8 @@ export interface RuntimeLimits {
   maxConnections: number;
   /** Open client sockets (HTTP/1.1 and HTTP/2); beyond it a new socket gets a 503 and is closed. */
   maxSockets: number;
+  /** Open streams on one HTTP/2 socket; beyond it a stream gets a 503 (see `http/h2c.ts`). */
+  maxStreamsPerSocket: number;
   /** Time for a new socket to send its first bytes, and for any request to send its headers (408 after). */
   headersTimeoutMs: number;
   /** Time to receive a whole request, headers and body (408 after); responses such as SSE streams are not bounded. */
@@ -58,6 +60,7 @@ export const DEFAULT_LIMITS: Omit<RuntimeLimits, DescriptorLimit> = {
   headersTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
   acceptGraceMs: 5,
+  maxStreamsPerSocket: 128,
 };
 
 /** Every key of `RuntimeLimits`, for the config file's schema. */
