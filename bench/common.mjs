@@ -1,6 +1,9 @@
 // Helpers shared by the benchmarks.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { serverBin, tempDir } from "@sandbox-agent/testkit";
 
 /** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
@@ -15,13 +18,66 @@ export const percentile = (values, p) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 };
 
+/** An error in how the bench was called or set up: `runMain` prints its message alone, no stack. */
+export class UsageError extends Error {}
+
+/** A bench's help text: the `//` comment block at the top of its script. */
+function helpOf(scriptUrl) {
+  const lines = readFileSync(fileURLToPath(scriptUrl), "utf8").split("\n");
+  const header = lines.slice(lines[0].startsWith("#!") ? 1 : 0);
+  const end = header.findIndex((line) => !line.startsWith("//"));
+  return header
+    .slice(0, end === -1 ? header.length : end)
+    .map((line) => line.replace(/^\/\/ ?/, ""))
+    .join("\n");
+}
+
 /**
- * The node options given with `--server-args "ARGS"` on the bench's command line (for example
- * "--max-semi-space-size=4"), for the servers it starts; [] without it.
+ * The bench's options, parsed strictly with node:util's `parseArgs` from `options` (`--help`/`-h`
+ * and `--json` are always there). `--help` prints the script's header comment and exits 0; an
+ * unknown or malformed option says so and exits 2. The value of a string option may start with a
+ * dash (`--server-args "--max-semi-space-size=4"` passes node options), which `parseArgs` alone
+ * would refuse as ambiguous.
  */
-export function serverNodeArgs() {
-  const at = process.argv.indexOf("--server-args");
-  return at === -1 ? [] : (process.argv[at + 1] ?? "").split(" ").filter(Boolean);
+export function benchArgs(scriptUrl, options = {}) {
+  const all = { help: { type: "boolean", short: "h" }, json: { type: "boolean" }, ...options };
+  const args = [];
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const option = all[argv[i].slice(2)];
+    const joined = argv[i].startsWith("--") && option?.type === "string" && i + 1 < argv.length;
+    args.push(joined ? `${argv[i]}=${argv[++i]}` : argv[i]);
+  }
+  const name = path.basename(fileURLToPath(scriptUrl));
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: all, strict: true }));
+  } catch (error) {
+    console.error(`${name}: ${error.message}\nSee: node bench/${name} --help`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(helpOf(scriptUrl));
+    process.exit(0);
+  }
+  return values;
+}
+
+/** The node options in `--server-args "ARGS"` (split at spaces) for the servers a bench starts. */
+export const splitNodeArgs = (serverArgs) => (serverArgs ?? "").split(" ").filter(Boolean);
+
+let bundleChecked = false;
+
+/**
+ * Makes the server bundle current (`scripts/bundle.mjs --if-stale`, as `npm start` does) before the
+ * first server starts: with a stale bundle the `sandbox-agent` command runs the compiled modules
+ * instead, which start slower and take more memory, so a bench would measure what nobody ships.
+ */
+function ensureBundle() {
+  if (bundleChecked) return;
+  bundleChecked = true;
+  const script = fileURLToPath(new URL("../packages/server/scripts/bundle.mjs", import.meta.url));
+  execFileSync(process.execPath, [script, "--if-stale"], { stdio: ["ignore", 2, 2] });
 }
 
 /**
@@ -29,6 +85,7 @@ export function serverNodeArgs() {
  * `nodeArgs` go to node itself (before the CLI).
  */
 export async function startServer(extraArgs = [], configJson, nodeArgs = []) {
+  ensureBundle();
   const args = [...nodeArgs, serverBin, "server", "--port", "0", "--log-level", "warn", ...extraArgs];
   if (configJson) {
     const file = `${tempDir()}/config.json`;
@@ -78,6 +135,10 @@ export function runMain(main) {
   main().then(
     () => process.exit(0),
     (error) => {
+      if (error instanceof UsageError) {
+        console.error(error.message);
+        process.exit(2);
+      }
       console.error(error);
       process.exit(1);
     },

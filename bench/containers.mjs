@@ -4,24 +4,14 @@
 // Node HTTP server (what any container sandbox pays before our server is involved).
 //   node bench/containers.mjs [--quick] [--json] [--network host|slirp4netns|bridge]
 // Needs DOCKER_HOST (or the default socket) and the test image (npm run image -w @sandbox-agent/sandbox-docker).
-import { parseArgs } from "node:util";
 import Docker from "dockerode";
 import { dockerSandbox } from "@sandbox-agent/sandbox-docker";
+import { benchArgs } from "./common.mjs";
 
-const { values } = parseArgs({
-  options: {
-    quick: { type: "boolean" },
-    json: { type: "boolean" },
-    network: { type: "string", default: "host" },
-    help: { type: "boolean", short: "h" },
-  },
+const values = benchArgs(import.meta.url, {
+  quick: { type: "boolean" },
+  network: { type: "string", default: "host" },
 });
-if (values.help) {
-  process.stdout.write(
-    "Usage: node bench/containers.mjs [--quick] [--json] [--network host|slirp4netns|bridge]\n",
-  );
-  process.exit(0);
-}
 const IMAGE = process.env.SANDBOX_AGENT_TEST_IMAGE ?? "localhost/sandbox-agent-test:latest";
 const ROUNDS = values.quick ? 5 : 15;
 const CONCURRENT = 10;

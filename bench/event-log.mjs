@@ -11,18 +11,25 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { tempDir } from "@sandbox-agent/testkit";
-import { runMain, serverNodeArgs, startNode, startServer } from "./common.mjs";
+import { benchArgs, runMain, splitNodeArgs, startNode, startServer } from "./common.mjs";
 import { DEFAULT_EVENT_LOG_OPTIONS, diskStore } from "../packages/server/dist/src/store/event-store.js";
 
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
-const recoveryOnly = process.argv.includes("--recovery");
+const args = benchArgs(import.meta.url, {
+  quick: { type: "boolean" },
+  recovery: { type: "boolean" },
+  "turn-only": { type: "boolean" },
+  "server-args": { type: "string" },
+  "cap-young": { type: "string" },
+});
+const quick = args.quick;
+const asJson = args.json;
+const recoveryOnly = args.recovery;
 const CONNECTIONS = quick ? 100 : 1000;
 const LOG_BYTES = (quick ? 100 : 1024) * 2 ** 20;
 const TURN_BYTES = (quick ? 50 : 200) * 2 ** 20;
 const ROUNDS = 3;
-const turnOnly = process.argv.includes("--turn-only");
-const nodeArgs = serverNodeArgs();
+const turnOnly = args["turn-only"];
+const nodeArgs = splitNodeArgs(args["server-args"]);
 
 const PROBE = fileURLToPath(new URL("./memory-probe.mjs", import.meta.url));
 const FLOOR = fileURLToPath(new URL("./floor-server.mjs", import.meta.url));
@@ -40,9 +47,7 @@ const SETTLE_MS = quick ? 2000 : 10_000;
 const TURN_ROUNDS = quick ? 1 : 2;
 // --cap-young MIB: the servers' memory probe stops V8's young generation growing past MIB from
 // inside the process (see memory-probe.mjs), as `--max-semi-space-size=MIB/2` on node's command line would.
-const capYoung = process.argv.includes("--cap-young")
-  ? process.argv[process.argv.indexOf("--cap-young") + 1]
-  : "";
+const capYoung = args["cap-young"] ?? "";
 if (capYoung) process.env.SANDBOX_AGENT_PROBE_YOUNG_MIB = capYoung;
 
 /** Resident KiB of /proc/PID/smaps, split into file-backed (code, libraries), anonymous and malloc's brk heap. */

@@ -15,13 +15,14 @@ import Docker from "dockerode";
 import { createFleet, localProcessSandbox } from "@sandbox-agent/ai-sandbox";
 import { dockerSandbox } from "@sandbox-agent/sandbox-docker";
 import { SandboxAgentClient } from "sandbox-agent";
-import { startServer } from "./common.mjs";
+import { benchArgs, runMain, startServer } from "./common.mjs";
 import { postgresSessionStore } from "@sandbox-agent/session-store-postgres";
 import { repoRoot, startPostgres, startWorker, tempDir } from "@sandbox-agent/testkit";
 
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
-const durable = !process.argv.includes("--no-fsync");
+const args = benchArgs(import.meta.url, { quick: { type: "boolean" }, "no-fsync": { type: "boolean" } });
+const quick = args.quick;
+const asJson = args.json;
+const durable = !args["no-fsync"];
 const MIRROR_EVENTS = quick ? 50_000 : 200_000;
 const BATCH = 500;
 const WRITERS = 4;
@@ -360,10 +361,4 @@ ${
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -10,11 +10,12 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { launchChromium, repoRoot, startServer } from "@sandbox-agent/testkit";
+import { UsageError, benchArgs, runMain } from "./common.mjs";
 import { SandboxAgentClient } from "sandbox-agent";
 
-const asJson = process.argv.includes("--json");
-const runsArg = process.argv.indexOf("--runs");
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 15;
+const args = benchArgs(import.meta.url, { runs: { type: "string", default: "15" } });
+const asJson = args.json;
+const RUNS = Number(args.runs);
 const LINES = 20;
 const TOKEN = "bench-token";
 const assetsDir = path.join(repoRoot, "packages/inspector/dist/ui");
@@ -125,7 +126,9 @@ async function inNode(baseUrl) {
 }
 
 async function main() {
-  if (!existsSync(path.join(assetsDir, "index.html"))) throw new Error("build first: npm run build");
+  if (!Number.isInteger(RUNS) || RUNS < 1)
+    throw new UsageError(`--runs takes a whole number of at least 1, not "${args.runs}"`);
+  if (!existsSync(path.join(assetsDir, "index.html"))) throw new UsageError("build first: npm run build");
   const sizes = assetSizes();
   const server = await startServer({ token: TOKEN });
   await new Promise((r) => setTimeout(r, 1000));
@@ -220,7 +223,4 @@ async function main() {
   );
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runMain(main);

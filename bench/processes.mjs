@@ -6,10 +6,11 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { WebSocket } from "ws";
-import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { benchArgs, cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
+const args = benchArgs(import.meta.url, { quick: { type: "boolean" } });
+const quick = args.quick;
+const asJson = args.json;
 const RUNS = quick ? 100 : 300;
 const KEYSTROKES = quick ? 300 : 1000;
 const FOLLOW_BYTES = (quick ? 64 : 256) * 2 ** 20;

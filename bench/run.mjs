@@ -11,12 +11,17 @@ import http from "node:http";
 import { readFileSync } from "node:fs";
 import { createParser } from "eventsource-parser";
 import { mockAgentBin } from "@sandbox-agent/testkit";
-import { cpuMs, percentile, runMain, serverNodeArgs, sseSplitter, startServer } from "./common.mjs";
+import { benchArgs, cpuMs, percentile, runMain, splitNodeArgs, sseSplitter, startServer } from "./common.mjs";
 
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
-const useParser = process.argv.includes("--parser");
-const nodeArgs = serverNodeArgs();
+const args = benchArgs(import.meta.url, {
+  quick: { type: "boolean" },
+  parser: { type: "boolean" },
+  "server-args": { type: "string" },
+});
+const quick = args.quick;
+const asJson = args.json;
+const useParser = args.parser;
+const nodeArgs = splitNodeArgs(args["server-args"]);
 const ROUND_TRIPS = quick ? 100 : 500;
 const STREAM_EVENTS = quick ? 50_000 : 200_000;
 const IDLE_CONNECTIONS = quick ? 200 : 1000;

@@ -20,8 +20,10 @@ import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
 import {
   cpuMs,
   percentile,
+  UsageError,
+  benchArgs,
   runMain,
-  serverNodeArgs,
+  splitNodeArgs,
   sseSplitter,
   startNode,
   startServer,
@@ -32,8 +34,14 @@ import { profileWindow, summarize } from "./cpu-profile.mjs";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const peerDir = path.join(here, ".rust-peer");
 const PEER_PACKAGE = "@sandbox-agent/cli-linux-x64@0.4.2";
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
+const args = benchArgs(import.meta.url, {
+  install: { type: "boolean" },
+  quick: { type: "boolean" },
+  "server-args": { type: "string" },
+  profile: { type: "string" },
+});
+const quick = args.quick;
+const asJson = args.json;
 const STARTS = quick ? 3 : 7;
 const COLD_REQUESTS = 500;
 const WARM_REQUESTS = quick ? 300 : 1000;
@@ -50,7 +58,7 @@ const median = (values) => percentile(values, 50);
 function peerBinary() {
   if (process.env.SANDBOX_AGENT_RUST_BIN) return process.env.SANDBOX_AGENT_RUST_BIN;
   const bin = path.join(peerDir, "node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent");
-  if (!existsSync(bin) && process.argv.includes("--install")) {
+  if (!existsSync(bin) && args.install) {
     mkdirSync(peerDir, { recursive: true });
     writeFileSync(path.join(peerDir, "package.json"), '{"private":true}\n');
     execFileSync("npm", ["install", "--no-save", "--ignore-scripts", "--prefix", peerDir, PEER_PACKAGE], {
@@ -58,7 +66,7 @@ function peerBinary() {
     });
   }
   if (!existsSync(bin))
-    throw new Error(
+    throw new UsageError(
       `No Rust peer: run with --install (puts ${PEER_PACKAGE} in bench/.rust-peer) or set SANDBOX_AGENT_RUST_BIN.`,
     );
   chmodSync(bin, 0o755);
@@ -193,7 +201,7 @@ async function session(conn) {
   return (await conn.call("session/new", { cwd: "/tmp", mcpServers: [] })).result.sessionId;
 }
 
-const nodeArgs = serverNodeArgs();
+const nodeArgs = splitNodeArgs(args["server-args"]);
 const floorServer = path.join(here, "node-floor-server.mjs");
 /** The three servers; the floor is started and polled exactly as ours is, with the same mock agent. */
 const start = (kind, bin, extraNodeArgs = []) =>
@@ -313,8 +321,7 @@ async function profileRequests(dir) {
 }
 
 async function main() {
-  const profileAt = process.argv.indexOf("--profile");
-  if (profileAt !== -1) return profileRequests(process.argv[profileAt + 1]);
+  if (args.profile !== undefined) return profileRequests(args.profile);
   const bin = peerBinary();
   const kinds = KINDS;
   const starts = { ours: [], rust: [], floor: [] };

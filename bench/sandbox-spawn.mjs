@@ -3,9 +3,11 @@
 // processes measured in the same run (interleaved, so load on the machine hits both alike).
 //   node bench/sandbox-spawn.mjs [--quick] [--json]
 import { defineSandbox, localProcessSandbox } from "@sandbox-agent/ai-sandbox";
+import { benchArgs } from "./common.mjs";
 
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
+const args = benchArgs(import.meta.url, { quick: { type: "boolean" } });
+const quick = args.quick;
+const asJson = args.json;
 const SPAWNS = quick ? 50 : 300;
 const CREATES = quick ? 5 : 20;
 

@@ -6,10 +6,11 @@
 //   node bench/websocket.mjs [--quick] [--json]
 import http from "node:http";
 import { WebSocket } from "ws";
-import { cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
+import { benchArgs, cpuMs, percentile, runMain, sseSplitter, startServer } from "./common.mjs";
 
-const quick = process.argv.includes("--quick");
-const asJson = process.argv.includes("--json");
+const args = benchArgs(import.meta.url, { quick: { type: "boolean" } });
+const quick = args.quick;
+const asJson = args.json;
 const STREAM_EVENTS = quick ? 50_000 : 200_000;
 const ROUNDS = quick ? 3 : 5;
 /** Echo round trips per transport, measured in alternating blocks after a warm-up. */
