@@ -265,7 +265,22 @@ function exitQuietlyOnEpipe(): void {
   }
 }
 
+/**
+ * A launcher may move `NODE_EXTRA_CA_CERTS` to `SANDBOX_AGENT_NODE_EXTRA_CA_CERTS` (the SDK's
+ * embedded server does): Node parses that PEM bundle while it starts, which doubled the start of
+ * a server on a machine whose whole environment names the system bundle, and the server makes no
+ * TLS connection itself. The processes it starts (npm, agents and processes given the variable)
+ * get it back under its own name.
+ */
+function restoreExtraCaCerts(env: NodeJS.ProcessEnv): void {
+  const moved = env.SANDBOX_AGENT_NODE_EXTRA_CA_CERTS;
+  if (moved === undefined) return;
+  env.NODE_EXTRA_CA_CERTS ??= moved;
+  delete env.SANDBOX_AGENT_NODE_EXTRA_CA_CERTS;
+}
+
 async function main(argv: string[]): Promise<void> {
+  restoreExtraCaCerts(process.env);
   const [command, ...rest] = argv;
   if (command === "--version" || command === "-v") return void process.stdout.write(`${VERSION}\n`);
   if (command === "help" && rest[0] !== undefined) return main([rest[0], "--help"]);
