@@ -48,19 +48,24 @@ export function benchArgs(scriptUrl, options = {}) {
     const joined = argv[i].startsWith("--") && option?.type === "string" && i + 1 < argv.length;
     args.push(joined ? `${argv[i]}=${argv[++i]}` : argv[i]);
   }
-  const name = path.basename(fileURLToPath(scriptUrl));
   let values;
   try {
     ({ values } = parseArgs({ args, options: all, strict: true }));
   } catch (error) {
-    console.error(`${name}: ${error.message}\nSee: node bench/${name} --help`);
-    process.exit(2);
+    usageFail(scriptUrl, error.message);
   }
   if (values.help) {
     console.log(helpOf(scriptUrl));
     process.exit(0);
   }
   return values;
+}
+
+/** Says what is wrong with the bench's command line, where to read its usage, and exits 2. */
+export function usageFail(scriptUrl, message) {
+  const name = path.basename(fileURLToPath(scriptUrl));
+  console.error(`${name}: ${message}\nSee: node bench/${name} --help`);
+  process.exit(2);
 }
 
 /** The node options in `--server-args "ARGS"` (split at spaces) for the servers a bench starts. */

@@ -10,12 +10,14 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { launchChromium, repoRoot, startServer } from "@sandbox-agent/testkit";
-import { UsageError, benchArgs, runMain } from "./common.mjs";
+import { UsageError, benchArgs, runMain, usageFail } from "./common.mjs";
 import { SandboxAgentClient } from "sandbox-agent";
 
 const args = benchArgs(import.meta.url, { runs: { type: "string", default: "15" } });
 const asJson = args.json;
 const RUNS = Number(args.runs);
+if (!Number.isInteger(RUNS) || RUNS < 1)
+  usageFail(import.meta.url, `--runs takes a whole number of at least 1, not "${args.runs}"`);
 const LINES = 20;
 const TOKEN = "bench-token";
 const assetsDir = path.join(repoRoot, "packages/inspector/dist/ui");
@@ -126,8 +128,6 @@ async function inNode(baseUrl) {
 }
 
 async function main() {
-  if (!Number.isInteger(RUNS) || RUNS < 1)
-    throw new UsageError(`--runs takes a whole number of at least 1, not "${args.runs}"`);
   if (!existsSync(path.join(assetsDir, "index.html"))) throw new UsageError("build first: npm run build");
   const sizes = assetSizes();
   const server = await startServer({ token: TOKEN });

@@ -3,6 +3,9 @@
 // (bench/node-floor-server.mjs: node:http doing the same I/O and nothing else), side by side in one
 // run with the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
 //   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"] [--profile DIR]
+//                            [--only start] [--starts N]
+// --only start measures only start → health and idle RSS (and `node -e 0`), in --starts N rounds
+// (default 7, 3 with --quick).
 // --server-args adds node options to the command line of our server and of the floor (for example
 // "--max-semi-space-size=4"). --profile DIR measures nothing else: it CPU-profiles ours and the floor
 // over the first 500 and the next 1,000 turns (the cold and warm rows), writes DIR/KIND-PHASE.cpuprofile
@@ -28,6 +31,7 @@ import {
   startNode,
   startServer,
   untilHealthy,
+  usageFail,
 } from "./common.mjs";
 import { profileWindow, summarize } from "./cpu-profile.mjs";
 
@@ -39,10 +43,17 @@ const args = benchArgs(import.meta.url, {
   quick: { type: "boolean" },
   "server-args": { type: "string" },
   profile: { type: "string" },
+  only: { type: "string" },
+  starts: { type: "string" },
 });
 const quick = args.quick;
 const asJson = args.json;
-const STARTS = quick ? 3 : 7;
+const only = args.only;
+if (only !== undefined && only !== "start")
+  usageFail(import.meta.url, `--only: the one phase to pick is "start", not "${only}"`);
+const STARTS = Number(args.starts ?? (quick ? 3 : 7));
+if (!Number.isInteger(STARTS) || STARTS < 1)
+  usageFail(import.meta.url, `--starts takes a whole number of at least 1, not "${args.starts}"`);
 const COLD_REQUESTS = 500;
 const WARM_REQUESTS = quick ? 300 : 1000;
 const STREAM_EVENTS = quick ? 20_000 : 100_000;
@@ -331,6 +342,7 @@ async function main() {
     emptyNode.push(await measureEmptyNode());
   }
   log("start and idle RSS measured");
+  if (only === "start") return report(kinds, summarizeStarts(kinds, starts, emptyNode));
   const results = {};
   for (const kind of kinds) {
     const server = await start(kind, bin);
@@ -352,13 +364,10 @@ async function main() {
     results[kind].rss50Fresh = await measureConnections(kind, server);
     server.stop();
   }
-  const summary = {};
+  const summary = summarizeStarts(kinds, starts, emptyNode);
   for (const kind of kinds) {
     const s = streams[kind];
-    summary[kind] = {
-      startMs: Math.round(median(starts[kind].map((x) => x.startMs))),
-      listenMs: kind === "rust" ? "" : Math.round(median(starts[kind].map((x) => x.listenMs))),
-      idleRssMiB: mib(median(starts[kind].map((x) => x.idleRss))),
+    Object.assign(summary[kind], {
       coldP50Ms: Number(results[kind].requests.coldP50.toFixed(3)),
       coldP99Ms: Number(results[kind].requests.coldP99.toFixed(3)),
       warmMeanMs: Number(results[kind].requests.warmMean.toFixed(3)),
@@ -370,9 +379,25 @@ async function main() {
         ((s.reduce((a, x) => a + x.lost, 0) / (STREAM_EVENTS * s.length)) * 100).toFixed(2),
       ),
       streamInOrder: s.every((x) => x.ordered),
-    };
+    });
   }
+  report(kinds, summary);
+}
+
+/** Medians of the start rounds: per server start → health, → "listening" line, idle RSS. */
+function summarizeStarts(kinds, starts, emptyNode) {
+  const summary = {};
+  for (const kind of kinds)
+    summary[kind] = {
+      startMs: Math.round(median(starts[kind].map((x) => x.startMs))),
+      listenMs: kind === "rust" ? "" : Math.round(median(starts[kind].map((x) => x.listenMs))),
+      idleRssMiB: mib(median(starts[kind].map((x) => x.idleRss))),
+    };
   summary.emptyNodeMs = Math.round(median(emptyNode));
+  return summary;
+}
+
+function report(kinds, summary) {
   if (asJson) return console.log(JSON.stringify(summary, null, 2));
   const ratio = (a, b) =>
     typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";

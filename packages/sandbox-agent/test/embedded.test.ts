@@ -92,6 +92,15 @@ describe("embedded mode", () => {
     await waitFor(() => processesWith(marker).length === 0, 5000, "agent process gone after dispose()");
   });
 
+  test("the server starts without NODE_EXTRA_CA_CERTS, which it keeps for its children", async () => {
+    const ca = path.join(tempDir(), "extra-ca.pem");
+    await using agent = await SandboxAgent.start({ agent: "mock", env: { NODE_EXTRA_CA_CERTS: ca } });
+    // The environment the server process started with (Node reads the variable only then).
+    const environ = readFileSync(`/proc/${agent.server.pid}/environ`, "latin1").split("\0");
+    assert.ok(!environ.some((v) => v.startsWith("NODE_EXTRA_CA_CERTS=")), "not in the server's start env");
+    assert.ok(environ.includes(`SANDBOX_AGENT_NODE_EXTRA_CA_CERTS=${ca}`), "moved under the server's name");
+  });
+
   test("await using disposes the server", async () => {
     let pid: number | undefined;
     {

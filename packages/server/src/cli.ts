@@ -1,9 +1,9 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { setFlagsFromString } from "node:v8";
 import type { ConfigFile } from "./config.js";
 import { ConfigError } from "./config-error.js";
 import { isLoopback, startServer, type RunningServer } from "./server.js";
+import { setServerV8Flags } from "./server-v8-flags.js";
 import { StoreLockedError } from "./store/event-store.js";
 import {
   configFileOf,
@@ -82,20 +82,7 @@ async function loadConfig(file: string | undefined, usageError: UsageError): Pro
   return file === undefined ? {} : (await import("./config.js")).loadConfigOr(file, usageError);
 }
 
-/**
- * V8 optimizes a function once it ran about this many bytes of bytecode (its default is 67,584).
- * A server runs the same request path over and over: with the default, requests 500 to 1,500 of a
- * connection still ran partly unoptimized (~650 µs of CPU per echo turn there, ~300 µs once warm);
- * with this budget ~400–500 µs, for about 1 MiB more RSS and no slower start. The price: more
- * compilation during a connection's first few hundred requests, whose p99 latency rose (median of 5
- * runs at load 4–7: 8.2 → 13.4 ms; p50 about the same) on this 2-core machine, where the compiler
- * threads compete with the request path. See bench/README.md, "Rust peer". Set at run time so that
- * every entry (the bin, the bundle, dist/) gets it.
- */
-const SERVER_V8_FLAGS = "--interrupt-budget=8000";
-
 async function serverCommand(argv: string[]): Promise<void> {
-  setFlagsFromString(SERVER_V8_FLAGS);
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -174,6 +161,8 @@ async function serverCommand(argv: string[]): Promise<void> {
     if (hint) fatal(hint);
     throw error;
   }
+  // After the start path's built-ins (dns and cluster load with the listener): see server-v8-flags.ts.
+  setServerV8Flags();
   const out = (line: string) => process.stdout.write(`sandbox-agent ${line}\n`);
   out(`listening on ${running.url}`);
   out(`inspector at ${running.url}/ui/${token !== undefined ? " (it asks for the token)" : ""}`);
@@ -276,7 +265,22 @@ function exitQuietlyOnEpipe(): void {
   }
 }
 
+/**
+ * A launcher may move `NODE_EXTRA_CA_CERTS` to `SANDBOX_AGENT_NODE_EXTRA_CA_CERTS` (the SDK's
+ * embedded server does): Node parses that PEM bundle while it starts, which doubled the start of
+ * a server on a machine whose whole environment names the system bundle, and the server makes no
+ * TLS connection itself. The processes it starts (npm, agents and processes given the variable)
+ * get it back under its own name.
+ */
+function restoreExtraCaCerts(env: NodeJS.ProcessEnv): void {
+  const moved = env.SANDBOX_AGENT_NODE_EXTRA_CA_CERTS;
+  if (moved === undefined) return;
+  env.NODE_EXTRA_CA_CERTS ??= moved;
+  delete env.SANDBOX_AGENT_NODE_EXTRA_CA_CERTS;
+}
+
 async function main(argv: string[]): Promise<void> {
+  restoreExtraCaCerts(process.env);
   const [command, ...rest] = argv;
   if (command === "--version" || command === "-v") return void process.stdout.write(`${VERSION}\n`);
   if (command === "help" && rest[0] !== undefined) return main([rest[0], "--help"]);

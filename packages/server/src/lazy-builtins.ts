@@ -1,9 +1,11 @@
 import { createRequire } from "node:module";
+import { withDefaultV8Flags } from "./server-v8-flags.js";
 
 /**
  * Node built-ins that an idle server never needs, loaded on first use: each one imported at start
  * costs start-up time and memory (its module, its bindings, and the allocations that push start-up
- * past the young generation's first scavenge, after which both semi-spaces stay resident).
+ * past the young generation's first scavenge, after which both semi-spaces stay resident). They
+ * load with V8's default flags, so from Node's code cache (server-v8-flags.ts).
  */
 const require = createRequire(import.meta.url);
 
@@ -15,10 +17,13 @@ let zlib: typeof import("node:zlib") | undefined;
  * connections and processes, tickets, the token check) call it when they run.
  */
 export function nodeCrypto(): typeof import("node:crypto") {
-  return (crypto ??= require("node:crypto") as typeof import("node:crypto"));
+  return (crypto ??= withDefaultV8Flags(() => require("node:crypto") as typeof import("node:crypto")));
 }
 
 /** `zlib.crc32` (the event log's frame checksum): `node:zlib` and its binding load with the first frame. */
 export function crc32(data: Uint8Array, value?: number): number {
-  return (zlib ??= require("node:zlib") as typeof import("node:zlib")).crc32(data, value);
+  return (zlib ??= withDefaultV8Flags(() => require("node:zlib") as typeof import("node:zlib"))).crc32(
+    data,
+    value,
+  );
 }

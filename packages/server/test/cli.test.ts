@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { freePort, serverBin, startServer, stopChild, tempDir, waitFor } from "@sandbox-agent/testkit";
 
 /** The environment of a CLI run: this one without any SANDBOX_AGENT_* setting, plus `env`. */
-function cliEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+function cliEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("SANDBOX_AGENT_")),
   );
@@ -14,7 +14,7 @@ function cliEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** Runs the CLI to completion. */
-function cli(args: string[], env: Record<string, string> = {}) {
+function cli(args: string[], env: Record<string, string | undefined> = {}) {
   return spawnSync(process.execPath, [serverBin, ...args], {
     encoding: "utf8",
     env: cliEnv(env),
@@ -303,6 +303,7 @@ const at = spec.lastIndexOf("@");
 const [name, version] = [spec.slice(0, at), spec.slice(at + 1)];
 for (const p of [name, "zod", "ws"])
   process.stderr.write(\`npm http fetch GET 200 https://registry.npmjs.org/\${encodeURIComponent(p)} 5ms (cache miss)\\n\`);
+if (process.env.NODE_EXTRA_CA_CERTS) process.stderr.write(\`NODE_EXTRA_CA_CERTS=\${process.env.NODE_EXTRA_CA_CERTS}\\n\`);
 mkdirSync(\`node_modules/\${name}\`, { recursive: true });
 writeFileSync(\`node_modules/\${name}/package.json\`, JSON.stringify({ name, version }));
 `,
@@ -320,6 +321,17 @@ writeFileSync(\`node_modules/\${name}/package.json\`, JSON.stringify({ name, ver
       run.stdout,
       /^sdk-example 1\.9\.0 installed in \d+\.\d s \(1 package, 3 registry requests\)$/m,
     );
+  });
+
+  it("gives npm back NODE_EXTRA_CA_CERTS that a launcher moved to SANDBOX_AGENT_NODE_EXTRA_CA_CERTS", () => {
+    const ca = path.join(tempDir("cli-ca-"), "extra-ca.pem");
+    const run = cli(["install-agent", "sdk-example"], {
+      SANDBOX_AGENT_NPM: fakeNpm(),
+      NODE_EXTRA_CA_CERTS: undefined,
+      SANDBOX_AGENT_NODE_EXTRA_CA_CERTS: ca,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.ok(run.stderr.includes(`NODE_EXTRA_CA_CERTS=${ca}\n`), run.stderr);
   });
 
   it(

@@ -1,0 +1,43 @@
+import { setFlagsFromString } from "node:v8";
+
+/**
+ * V8 optimizes a function once it ran about this many bytes of bytecode (its default is 67,584).
+ * A server runs the same request path over and over: with the default, requests 500 to 1,500 of a
+ * connection still ran partly unoptimized (~650 µs of CPU per echo turn there, ~300 µs once warm);
+ * with this budget ~400–500 µs, for about 1 MiB more RSS and no slower start. The price: more
+ * compilation during a connection's first few hundred requests, whose p99 latency rose (median of 5
+ * runs at load 4–7: 8.2 → 13.4 ms; p50 about the same) on this 2-core machine, where the compiler
+ * threads compete with the request path. See bench/README.md, "Rust peer". Set at run time so that
+ * every entry (the bin, the bundle, dist/) gets it.
+ */
+const SERVER_FLAGS = "--interrupt-budget=8000";
+/** V8's own value of the same flag (Node 20's V8; `node --v8-options` lists it). */
+const DEFAULT_FLAGS = "--interrupt-budget=67584";
+
+let serverFlagsSet = false;
+
+/**
+ * Sets the server's V8 flags. Call it once the server listens: V8 refuses Node's code cache for
+ * built-in modules compiled while any flag differs from the one Node's build used (the cache carries
+ * a hash of the flags), so a built-in loaded after this compiles from source, several times slower
+ * (`dns` and `cluster`, which `listen()` loads: ~2 → ~10 ms; `node:crypto` ~4 → ~15 ms).
+ */
+export function setServerV8Flags(): void {
+  setFlagsFromString(SERVER_FLAGS);
+  serverFlagsSet = true;
+}
+
+/**
+ * Runs `load` (a `require` of built-in modules) with V8's default flags, so that they compile from
+ * Node's code cache, then sets the server's flags again. Only the flag hash matters to the cache; the
+ * budget of functions already running is kept.
+ */
+export function withDefaultV8Flags<T>(load: () => T): T {
+  if (!serverFlagsSet) return load();
+  setFlagsFromString(DEFAULT_FLAGS);
+  try {
+    return load();
+  } finally {
+    setFlagsFromString(SERVER_FLAGS);
+  }
+}
