@@ -154,14 +154,28 @@ function decodeSegment(segment: string): string {
   }
 }
 
-/** Runs a handler and converts thrown errors to problem+json responses. */
-export async function withProblems(res: ServerResponse, run: () => Promise<void>, log: (e: unknown) => void) {
+/**
+ * Runs a handler and converts thrown errors to problem+json responses; a response that cannot be
+ * answered either (`answering`) is destroyed. `run` and `log` take the request rather than closing
+ * over it, so that a request allocates no closures here.
+ */
+export async function withProblems(
+  req: IncomingMessage,
+  res: ServerResponse,
+  run: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  log: (error: unknown, answering: boolean) => void,
+): Promise<void> {
   try {
-    await run();
+    await run(req, res);
   } catch (error) {
-    if (error instanceof ProblemError) return sendProblem(res, error);
-    log(error);
-    sendProblem(res, problems.internal(error instanceof Error ? error.message : String(error)));
+    try {
+      if (error instanceof ProblemError) return sendProblem(res, error);
+      log(error, false);
+      sendProblem(res, problems.internal(error instanceof Error ? error.message : String(error)));
+    } catch (failure) {
+      log(failure, true);
+      res.destroy();
+    }
   }
 }
 
