@@ -219,7 +219,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await router.handle(req, res, url);
   };
   const logFailure = (error: unknown, answering: boolean): void =>
-    logger.error(answering ? "request failed while answering it" : "request failed", { error: String(error) });
+    logger.error(answering ? "request failed while answering it" : "request failed", {
+      error: String(error),
+    });
   // One listener for every response, not a closure per request.
   const onResponseError = (error: Error): void => logger.warn("response error", { error: String(error) });
   const listener = createHttpListener(
