@@ -1,6 +1,6 @@
 import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";
-import type { IncomingMessage, Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
@@ -213,25 +213,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let draining = false;
   const inFlight = new InFlight();
   // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = requestUrl(req);
+    if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
+    await router.handle(req, res, url);
+  };
+  const logFailure = (error: unknown, answering: boolean): void =>
+    logger.error(answering ? "request failed while answering it" : "request failed", {
+      error: String(error),
+    });
+  // One listener for every response, not a closure per request.
+  const onResponseError = (error: Error): void => logger.warn("response error", { error: String(error) });
   const listener = createHttpListener(
     (req, res) => {
       inFlight.track(res);
       observeRequest(req, res, { logger, metrics });
       // Writing after the end emits "error" on the response; unheard, it would end the server.
-      res.on("error", (error) => logger.warn("response error", { error: String(error) }));
+      res.on("error", onResponseError);
       if (draining) return sendProblem(res, shuttingDown(req.httpVersionMajor));
-      void withProblems(
-        res,
-        async () => {
-          const url = requestUrl(req);
-          if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
-          await router.handle(req, res, url);
-        },
-        (error) => logger.error("request failed", { error: String(error) }),
-      ).catch((error: unknown) => {
-        logger.error("request failed while answering it", { error: String(error) });
-        res.destroy();
-      });
+      void withProblems(req, res, route, logFailure);
     },
     {
       maxSockets: limits.maxSockets,
@@ -328,10 +328,13 @@ class InFlight {
 
   track(res: { once(event: "close", listener: () => void): unknown }): void {
     this.count++;
-    res.once("close", () => {
-      if (--this.count === 0) this.onIdle?.();
-    });
+    res.once("close", this.closed);
   }
+
+  /** Shared by every response: a closure per request is an allocation on every request's path. */
+  private readonly closed = (): void => {
+    if (--this.count === 0) this.onIdle?.();
+  };
 
   /** Resolves when no response is open any more, or after `ms`. */
   settled(ms: number): Promise<void> {

@@ -54,12 +54,22 @@ export function matchedRoute(res: object): string | undefined {
 }
 
 /** A small method + path router: 404 for unknown paths, 405 with `Allow` for known paths. */
+type Match = { route: CompiledRoute; match: RegExpExecArray };
+
 export class Router {
   private readonly routes: CompiledRoute[] = [];
   private lazyGroups: LazyGroup[] = [];
+  /**
+   * The matches of each route path without `{name}` segments (`/v2/rpc`), worked out when routes
+   * are added: such a request (every ACP message) then costs one map lookup instead of running
+   * every route's pattern, which in a connection's first requests runs in V8's interpreter.
+   */
+  private exact = new Map<string, Match[]>();
 
   add(...routes: Route[]): this {
     for (const route of routes) this.routes.push(compile(route));
+    this.exact = new Map();
+    for (const { path, names } of this.routes) if (names.length === 0) this.exact.set(path, this.scan(path));
     return this;
   }
 
@@ -78,14 +88,24 @@ export class Router {
       matching = this.match(url.pathname);
     if (matching.length === 0) throw problems.notFound(`No endpoint at ${url.pathname}.`);
     answeredBy.set(res, matching[0]!.route.path);
-    const hit = matching.find((m) => m.route.method === req.method);
+    let hit: Match | undefined;
+    for (const m of matching) {
+      if (m.route.method !== req.method) continue;
+      hit = m;
+      break;
+    }
     if (!hit) throw problems.methodNotAllowed(matching.map((m) => m.route.method).join(", "));
     const params: Record<string, string> = {};
-    hit.route.names.forEach((name, i) => (params[name] = decodeSegment(hit.match[i + 1]!)));
+    const { names } = hit.route;
+    for (let i = 0; i < names.length; i++) params[names[i]!] = decodeSegment(hit.match[i + 1]!);
     await hit.route.handler({ req, res, url, params });
   }
 
-  private match(pathname: string): Array<{ route: CompiledRoute; match: RegExpExecArray }> {
+  private match(pathname: string): Match[] {
+    return this.exact.get(pathname) ?? this.scan(pathname);
+  }
+
+  private scan(pathname: string): Match[] {
     const matching = [];
     for (const route of this.routes) {
       const match = route.pattern.exec(pathname);
@@ -134,14 +154,28 @@ function decodeSegment(segment: string): string {
   }
 }
 
-/** Runs a handler and converts thrown errors to problem+json responses. */
-export async function withProblems(res: ServerResponse, run: () => Promise<void>, log: (e: unknown) => void) {
+/**
+ * Runs a handler and converts thrown errors to problem+json responses; a response that cannot be
+ * answered either (`answering`) is destroyed. `run` and `log` take the request rather than closing
+ * over it, so that a request allocates no closures here.
+ */
+export async function withProblems(
+  req: IncomingMessage,
+  res: ServerResponse,
+  run: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  log: (error: unknown, answering: boolean) => void,
+): Promise<void> {
   try {
-    await run();
+    await run(req, res);
   } catch (error) {
-    if (error instanceof ProblemError) return sendProblem(res, error);
-    log(error);
-    sendProblem(res, problems.internal(error instanceof Error ? error.message : String(error)));
+    try {
+      if (error instanceof ProblemError) return sendProblem(res, error);
+      log(error, false);
+      sendProblem(res, problems.internal(error instanceof Error ? error.message : String(error)));
+    } catch (failure) {
+      log(failure, true);
+      res.destroy();
+    }
   }
 }
 

@@ -26,7 +26,18 @@ function digest(value: string): Buffer {
 
 function hostName(host: string): string {
   if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
-  return host.split(":")[0]!;
+  const colon = host.indexOf(":");
+  return colon === -1 ? host : host.slice(0, colon);
+}
+
+/** The last Host value found to name a loopback address: a client sends the same one every request. */
+let lastLoopbackHost = "";
+
+function isLoopbackHost(host: string): boolean {
+  if (host === lastLoopbackHost) return true;
+  if (!LOOPBACK_HOSTS.has(hostName(host))) return false;
+  lastLoopbackHost = host;
+  return true;
 }
 
 /** Host check (DNS-rebinding protection): throws 403 for a name a loopback listener must not answer. */
@@ -35,7 +46,7 @@ export function checkHost(req: IncomingMessage, options: SecurityOptions): void 
   if (req.headers.host === undefined && req.httpVersion === "1.1") {
     throw problems.badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).");
   }
-  if (options.loopbackOnly && !LOOPBACK_HOSTS.has(hostName(host)) && !options.allowedHosts.includes(host)) {
+  if (options.loopbackOnly && !isLoopbackHost(host) && !options.allowedHosts.includes(host)) {
     throw problems.forbidden(`Host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection).`);
   }
 }
@@ -72,7 +83,7 @@ export function hasBearerToken(req: IncomingMessage, options: SecurityOptions): 
  */
 function isTrustedSameOrigin(origin: string, host: string, options: SecurityOptions): boolean {
   const trustedHost =
-    options.token !== undefined || LOOPBACK_HOSTS.has(hostName(host)) || options.allowedHosts.includes(host);
+    options.token !== undefined || isLoopbackHost(host) || options.allowedHosts.includes(host);
   if (!trustedHost) return false;
   try {
     const url = new URL(origin);

@@ -13,7 +13,8 @@ function single(req: IncomingMessage, name: string): string | undefined {
 }
 
 export function connectionIdOf(req: IncomingMessage): string | undefined {
-  const [a, b] = CONNECTION_HEADERS.map((name) => single(req, name));
+  const a = single(req, CONNECTION_HEADERS[0]);
+  const b = single(req, CONNECTION_HEADERS[1]);
   if (a !== undefined && b !== undefined && a !== b) {
     throw problems.badRequest("Acp-Connection-Id and x-acp-connection-id name different connections.");
   }
