@@ -17,9 +17,13 @@
 //                                  (TEXT), streams every line as above, ends with the prompt's answer
 import { spawn } from "node:child_process";
 import http from "node:http";
-import { mockAgentBin } from "@sandbox-agent/testkit";
 
-const [command, ...args] = process.argv.length > 2 ? process.argv.slice(2) : [process.execPath, mockAgentBin];
+// The test kit (which names the mock agent) is loaded only when no agent is given: it would add
+// several MiB to the idle RSS that bench/rust-peer.mjs compares.
+const [command, ...args] =
+  process.argv.length > 2
+    ? process.argv.slice(2)
+    : [process.execPath, (await import("@sandbox-agent/testkit")).mockAgentBin];
 const connections = new Map();
 let nextId = 1;
 const NEWLINE = 10;
