@@ -25,7 +25,7 @@ const turnOnly = process.argv.includes("--turn-only");
 const nodeArgs = serverNodeArgs();
 
 const PROBE = fileURLToPath(new URL("./memory-probe.mjs", import.meta.url));
-const FLOOR = fileURLToPath(new URL("./node-floor-server.mjs", import.meta.url));
+const FLOOR = fileURLToPath(new URL("./floor-server.mjs", import.meta.url));
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const log = (...a) => !asJson && console.error(...a);
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -239,8 +239,8 @@ async function replayFrom(url, id, epoch, fromSeq, toSeq) {
 }
 
 /**
- * The floor: the same turn carried by `node-floor-server.mjs` (agent stdout split into lines, framed
- * as SSE events with ids from the bytes, one write per read, nothing else), its RSS sampled the same way.
+ * The floor: the same turn carried by `floor-server.mjs` (agent stdout split into lines, each
+ * written to the SSE response, nothing else), its RSS sampled the same way.
  */
 async function floorTurn() {
   const probeFile = `${tempDir("bench-probe-")}/probe.jsonl`;
@@ -386,7 +386,7 @@ async function main() {
   const window = (bytes) => ({ eventLog: { windowBytes: bytes } });
   const turns = [];
   for (let round = 1; round <= TURN_ROUNDS; round++) {
-    turns.push(["floor: bare Node framing", await floorTurn()]);
+    turns.push(["floor: bare Node pipe", await floorTurn()]);
     turns.push(["in memory", await bigTurn(["--in-memory"])]);
     turns.push(["on disk, 16 MiB window (before)", await bigTurn([], window(16 * 2 ** 20), true)]);
     turns.push(["on disk, 1 MiB window (default)", await bigTurn([], window(2 ** 20), true)]);

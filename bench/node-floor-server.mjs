@@ -1,39 +1,28 @@
 #!/usr/bin/env node
-// The Node floor: the least a node:http server must do to carry an agent's stdout to SSE readers,
-// and nothing else (no router, validation, log, auth, replay, recovery). A measuring stick, not a
-// server to use. Both benches that compare against Node itself start it:
-//   node bench/node-floor-server.mjs [AGENT_COMMAND ARGS...]     (default: the mock agent)
-// Per connection it does the same I/O as ours: one agent process over stdio, request lines in, the
-// agent's stdout lines out as SSE events with ids, paused while the socket is full. The lines are
-// never decoded: each read from the pipe becomes one Buffer (the ids and `data: ` copied in around
-// the line bytes) and one socket write, the fastest framing Node offers here.
+// The Node floor for bench/rust-peer.mjs: the least a node:http server must do to serve the bench's
+// requests over our `/v2/rpc` wire protocol, and nothing else (no router, validation, log, auth,
+// replay, recovery). A measuring stick, not a server to use.
+//   node bench/node-floor-server.mjs AGENT_COMMAND [ARGS...]
+// It does the same I/O as ours per connection: one agent process over stdio, request lines in,
+// the agent's stdout lines out as SSE events with ids, paused while the socket is full. The lines
+// are never decoded: each read from the pipe becomes one Buffer (the ids and `data: ` copied in
+// around the line bytes) and one socket write, the least CPU per event Node offers here.
 //   POST /v2/rpc `initialize`      spawns the agent, answers 200 with its response + Acp-Connection-Id
 //   POST /v2/rpc (connection id)   writes the body as a line to the agent's stdin, answers 202
 //   GET  /v2/rpc (connection id)   the SSE stream of the agent's lines (those before it, then live)
 //   DELETE /v2/rpc                 stops the agent, 202
 //   GET  /v2/health                200
-//   GET  /?prompt=TEXT             one whole turn on one response (bench/event-log.mjs): spawns the
-//                                  agent, sends `initialize`, `session/new` and `session/prompt`
-//                                  (TEXT), streams every line as above, ends with the prompt's answer
+// Not the event-log bench's floor (`floor-server.mjs`, which writes views of the pipe's chunks and
+// copies nothing): this one's copy per read is the fastest framing but the least frugal, +47 MB of
+// RSS over a 200 MB turn against the byte pipe's +21 (bench/README).
 import { spawn } from "node:child_process";
 import http from "node:http";
 
-// The test kit (which names the mock agent) is loaded only when no agent is given: it would add
-// several MiB to the idle RSS that bench/rust-peer.mjs compares.
-const [command, ...args] =
-  process.argv.length > 2
-    ? process.argv.slice(2)
-    : [process.execPath, (await import("@sandbox-agent/testkit")).mockAgentBin];
+const [command, ...args] = process.argv.slice(2);
 const connections = new Map();
 let nextId = 1;
 const NEWLINE = 10;
 const EMPTY = Buffer.alloc(0);
-// How the mock agent's JSON-RPC responses begin (its notifications go on with "method"): the floor
-// looks at no other bytes of a line, and parses only the responses it waits for during setup.
-const RESPONSE_HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
-const isResponse = (data, start, end) =>
-  end - start > RESPONSE_HEAD.length &&
-  data.compare(RESPONSE_HEAD, 0, RESPONSE_HEAD.length, start, start + RESPONSE_HEAD.length) === 0;
 
 /** One agent process and the SSE framing of its stdout. */
 class Connection {
@@ -47,7 +36,7 @@ class Connection {
     this.pending = []; // framed events before a reader attached
     this.reader = undefined;
     this.rest = EMPTY;
-    this.onLine = undefined; // set while the floor waits for a response line (setup only)
+    this.onLine = undefined; // set while waiting for the initialize response
     this.agent = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], detached: true });
     this.agent.stderr.resume();
     this.agent.stdout.on("data", (chunk) => this.output(chunk));
@@ -63,8 +52,7 @@ class Connection {
     let size = 0;
     let start = 0;
     for (let end = data.indexOf(NEWLINE); end !== -1; start = end + 1, end = data.indexOf(NEWLINE, start)) {
-      if (this.onLine && isResponse(data, start, end) && this.onLine(data.toString("utf8", start, end)))
-        continue;
+      if (this.onLine?.(data.toString("utf8", start, end))) continue;
       const head = `id: ${this.epoch}.${++this.seq}\ndata: `;
       heads.push(head);
       starts.push(start);
@@ -88,7 +76,7 @@ class Connection {
     }
   }
 
-  /** Writes the request `line` to the agent and resolves with its response (setup only: it parses). */
+  /** Writes the request `line` to the agent and resolves with its response line (initialize only). */
   call(line, id) {
     return new Promise((resolve) => {
       this.onLine = (out) => {
@@ -105,9 +93,9 @@ class Connection {
     this.agent.stdin.write(line + "\n");
   }
 
-  attach(res, first = `id: ${this.epoch}.0\ndata: \n\n`) {
+  attach(res) {
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    res.write(first);
+    res.write(`id: ${this.epoch}.0\ndata: \n\n`);
     this.reader = res;
     res.once("close", () => this.reader === res && (this.reader = undefined));
     for (const framed of this.pending.splice(0)) res.write(framed);
@@ -151,23 +139,8 @@ async function rpc(req, res) {
   res.writeHead(200, { "content-type": "application/json", "acp-connection-id": created.id }).end(response);
 }
 
-/** `GET /?prompt=TEXT`: one turn from a fresh agent to its answer, all of it on this response. */
-async function turn(req, res) {
-  const prompt = new URL(req.url, "http://floor").searchParams.get("prompt") ?? "echo hi";
-  const conn = new Connection();
-  res.once("close", () => conn.close());
-  const call = (id, method, params) => conn.call(JSON.stringify({ jsonrpc: "2.0", id, method, params }), id);
-  await call(0, "initialize", { protocolVersion: 1 });
-  const created = await call(1, "session/new", { cwd: "/tmp", mcpServers: [] });
-  const sessionId = /"sessionId":"([^"]+)"/.exec(created)[1];
-  conn.attach(res, "");
-  await call(2, "session/prompt", { sessionId, prompt: [{ type: "text", text: prompt }] });
-  res.end();
-}
-
 const server = http.createServer((req, res) => {
   if (req.url === "/v2/rpc") return void rpc(req, res);
-  if (req.url.startsWith("/?")) return void turn(req, res);
   res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
 });
 // Stops the agents' process groups as ours does, and exits normally (so `--cpu-prof` can write).
