@@ -5,8 +5,9 @@
 // (`data: LINE\n\n`), pausing the agent's stdout while the socket is full; the response ends with
 // the prompt's answer. No ids, no log, no parsing beyond the line split: what its RSS grows by over
 // a turn is Node's own (the stream's buffers, V8's young generation), not the server's.
-// Not `node-floor-server.mjs` (the Rust-peer bench's floor, which speaks `/v2/rpc` and frames the
-// lines as strings with ids): that one grows about twice as much over the same turn (bench/README).
+// Not `node-floor-server.mjs` (the Rust-peer bench's floor, which speaks `/v2/rpc` and copies each
+// read into one framed Buffer, the least CPU per event): that framing grows about twice as much over
+// the same turn, and writing these views under cork/uncork costs ~2.7x the CPU (bench/README).
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { mockAgentBin } from "@sandbox-agent/testkit";

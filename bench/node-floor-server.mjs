@@ -4,18 +4,25 @@
 // replay, recovery). A measuring stick, not a server to use.
 //   node bench/node-floor-server.mjs AGENT_COMMAND [ARGS...]
 // It does the same I/O as ours per connection: one agent process over stdio, request lines in,
-// the agent's stdout lines out as SSE events with ids, paused while the socket is full.
+// the agent's stdout lines out as SSE events with ids, paused while the socket is full. The lines
+// are never decoded: each read from the pipe becomes one Buffer (the ids and `data: ` copied in
+// around the line bytes) and one socket write, the least CPU per event Node offers here.
 //   POST /v2/rpc `initialize`      spawns the agent, answers 200 with its response + Acp-Connection-Id
 //   POST /v2/rpc (connection id)   writes the body as a line to the agent's stdin, answers 202
 //   GET  /v2/rpc (connection id)   the SSE stream of the agent's lines (those before it, then live)
 //   DELETE /v2/rpc                 stops the agent, 202
 //   GET  /v2/health                200
+// Not the event-log bench's floor (`floor-server.mjs`, which writes views of the pipe's chunks and
+// copies nothing): this one's copy per read is the fastest framing but the least frugal, +47 MB of
+// RSS over a 200 MB turn against the byte pipe's +21 (bench/README).
 import { spawn } from "node:child_process";
 import http from "node:http";
 
 const [command, ...args] = process.argv.slice(2);
 const connections = new Map();
 let nextId = 1;
+const NEWLINE = 10;
+const EMPTY = Buffer.alloc(0);
 
 /** One agent process and the SSE framing of its stdout. */
 class Connection {
@@ -28,24 +35,40 @@ class Connection {
     this.seq = 0;
     this.pending = []; // framed events before a reader attached
     this.reader = undefined;
-    this.rest = "";
+    this.rest = EMPTY;
     this.onLine = undefined; // set while waiting for the initialize response
     this.agent = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], detached: true });
     this.agent.stderr.resume();
-    this.agent.stdout.setEncoding("utf8").on("data", (text) => this.output(text));
+    this.agent.stdout.on("data", (chunk) => this.output(chunk));
     this.agent.once("close", () => this.reader?.end());
   }
 
-  /** Frames every whole line of `text` as an event; one socket write per read from the pipe. */
-  output(text) {
-    const lines = (this.rest + text).split("\n");
-    this.rest = lines.pop();
-    let framed = "";
-    for (const line of lines) {
-      if (this.onLine?.(line)) continue;
-      framed += `id: ${this.epoch}.${++this.seq}\ndata: ${line}\n\n`;
+  /** Frames every whole line of `chunk` (bytes) as an event: one Buffer, one socket write per read. */
+  output(chunk) {
+    const data = this.rest.length === 0 ? chunk : Buffer.concat([this.rest, chunk]);
+    const heads = [];
+    const starts = [];
+    const ends = [];
+    let size = 0;
+    let start = 0;
+    for (let end = data.indexOf(NEWLINE); end !== -1; start = end + 1, end = data.indexOf(NEWLINE, start)) {
+      if (this.onLine?.(data.toString("utf8", start, end))) continue;
+      const head = `id: ${this.epoch}.${++this.seq}\ndata: `;
+      heads.push(head);
+      starts.push(start);
+      ends.push(end);
+      size += head.length + end - start + 2;
     }
-    if (!framed) return;
+    this.rest = start === data.length ? EMPTY : data.subarray(start);
+    if (size === 0) return;
+    const framed = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (let i = 0; i < heads.length; i++) {
+      at += framed.latin1Write(heads[i], at);
+      at += data.copy(framed, at, starts[i], ends[i]);
+      framed[at++] = NEWLINE;
+      framed[at++] = NEWLINE;
+    }
     if (!this.reader) return void this.pending.push(framed);
     if (!this.reader.write(framed)) {
       this.agent.stdout.pause();
@@ -53,17 +76,21 @@ class Connection {
     }
   }
 
-  /** Sends `initialize` and resolves with the agent's response line. */
-  initialize(body, id) {
+  /** Writes the request `line` to the agent and resolves with its response line (initialize only). */
+  call(line, id) {
     return new Promise((resolve) => {
-      this.onLine = (line) => {
-        if (JSON.parse(line).id !== id) return false;
+      this.onLine = (out) => {
+        if (JSON.parse(out).id !== id) return false;
         this.onLine = undefined;
-        resolve(line);
+        resolve(out);
         return true;
       };
-      this.agent.stdin.write(body + "\n");
+      this.send(line);
     });
+  }
+
+  send(line) {
+    this.agent.stdin.write(line + "\n");
   }
 
   attach(res) {
@@ -103,12 +130,12 @@ async function rpc(req, res) {
   }
   const body = await readBody(req);
   if (conn) {
-    conn.agent.stdin.write(body + "\n");
+    conn.send(body);
     return res.writeHead(202).end();
   }
   const created = new Connection();
   connections.set(created.id, created);
-  const response = await created.initialize(body, JSON.parse(body).id);
+  const response = await created.call(body, JSON.parse(body).id);
   res.writeHead(200, { "content-type": "application/json", "acp-connection-id": created.id }).end(response);
 }
 
