@@ -16,15 +16,30 @@ import path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
-import { percentile, runMain, sseSplitter, startNode, startServer } from "./common.mjs";
+import {
+  benchArgs,
+  percentile,
+  runMain,
+  splitNodeArgs,
+  sseSplitter,
+  startNode,
+  startServer,
+  usageFail,
+} from "./common.mjs";
 import { profileWindow } from "./cpu-profile.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const option = (name, fallback) =>
-  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : fallback;
-const KINDS = option("--kinds", "floor,ours").split(",");
-const SERVER_ARGS = option("--server-args", "").split(" ").filter(Boolean);
-const both = !process.argv.includes("--memory") && !process.argv.includes("--p99");
+const args = benchArgs(import.meta.url, {
+  memory: { type: "boolean" },
+  p99: { type: "boolean" },
+  kinds: { type: "string", default: "floor,ours" },
+  "server-args": { type: "string" },
+});
+const KINDS = args.kinds.split(",");
+if (!KINDS.every((kind) => kind === "floor" || kind === "ours"))
+  usageFail(import.meta.url, `--kinds takes floor, ours or both, comma-separated, not "${args.kinds}"`);
+const SERVER_ARGS = splitNodeArgs(args["server-args"]);
+const both = !args.memory && !args.p99;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -222,8 +237,8 @@ async function measureP99(kind, clientGc) {
 }
 
 async function main() {
-  if (both || process.argv.includes("--memory")) for (const kind of KINDS) await measureMemory(kind);
-  if (!both && !process.argv.includes("--p99")) return;
+  if (both || args.memory) for (const kind of KINDS) await measureMemory(kind);
+  if (!both && !args.p99) return;
   const clientGc = [];
   const offset = nowUs() - performance.now() * 1000;
   const observer = new PerformanceObserver((list) => {
