@@ -6,12 +6,13 @@
 //   node bench/event-log.mjs [--quick] [--json] [--recovery | --turn-only] [--server-args "ARGS"] [--cap-young MIB]
 // --recovery: the recovery table only; --turn-only skips recovery; --server-args adds node options to
 // the server's command line (for example "--max-semi-space-size=4", to see what the young generation's
-// size does to RSS).
+// size does to RSS). The servers cap their young generation at 8 MiB themselves;
+// SANDBOX_AGENT_YOUNG_GENERATION_MIB in the environment sets it (0: no cap).
 import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { tempDir } from "@sandbox-agent/testkit";
-import { benchArgs, runMain, splitNodeArgs, startNode, startServer } from "./common.mjs";
+import { benchArgs, cpuMs, runMain, splitNodeArgs, startNode, startServer } from "./common.mjs";
 import { DEFAULT_EVENT_LOG_OPTIONS, diskStore } from "../packages/server/dist/src/store/event-store.js";
 
 const args = benchArgs(import.meta.url, {
@@ -359,14 +360,24 @@ async function measureTurn(pid, probe) {
   let peak = base;
   const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 50);
   const t = performance.now();
+  const cpuBefore = cpuMs(pid);
   const stop = async (bytes) => {
     clearInterval(sampler);
     const seconds = (performance.now() - t) / 1000;
+    // The process's CPU time per streamed MB: what a young-generation cap costs (more scavenges).
+    const cpuMsPerMB = (cpuMs(pid) - cpuBefore) / mb(bytes);
     const end = rss(pid);
     const during = await probe();
     phases.peak = during.peak;
     phases.end = during.now;
-    return { streamedMB: mb(bytes), seconds, baseRssMB: mb(base), peakRssMB: mb(peak), endRssMB: mb(end) };
+    return {
+      streamedMB: mb(bytes),
+      seconds,
+      cpuMsPerMB,
+      baseRssMB: mb(base),
+      peakRssMB: mb(peak),
+      endRssMB: mb(end),
+    };
   };
   return { phases, stop };
 }
@@ -402,10 +413,10 @@ async function main() {
     return;
   }
   const row = ([name, r]) =>
-    `| ${name} | ${f(r.streamedMB, 0)} MB in ${f(r.seconds)} s | ${f(r.baseRssMB)} | ${f(r.peakRssMB)} (+${f(r.peakRssMB - r.baseRssMB)}) | ${f(r.endRssMB)} | ${f(r.settledRssMB)} | ${replayCell(r.replays)} |`;
+    `| ${name} | ${f(r.streamedMB, 0)} MB in ${f(r.seconds)} s | ${f(r.cpuMsPerMB)} | ${f(r.baseRssMB)} | ${f(r.peakRssMB)} (+${f(r.peakRssMB - r.baseRssMB)}) | ${f(r.endRssMB)} | ${f(r.settledRssMB)} | ${replayCell(r.replays)} |`;
   console.log(`
-| ${mb(TURN_BYTES).toFixed(0)} MB turn | streamed | RSS before (MB) | RSS peak (MB) | RSS at the end | ${SETTLE_MS / 1000} s later | replay: last ${REPLAY_TAIL} events; all the log keeps (MB/s) |
-| --- | --- | --- | --- | --- | --- | --- |
+| ${mb(TURN_BYTES).toFixed(0)} MB turn | streamed | CPU (ms per MB) | RSS before (MB) | RSS peak (MB) | RSS at the end | ${SETTLE_MS / 1000} s later | replay: last ${REPLAY_TAIL} events; all the log keeps (MB/s) |
+| --- | --- | --- | --- | --- | --- | --- | --- |
 ${turns.map(row).join("\n")}`);
   printBreakdown(turns);
   if (rec !== undefined) printRecovery(rec);

@@ -28,8 +28,8 @@ function snapshot() {
   };
 }
 
-// $SANDBOX_AGENT_PROBE_YOUNG_MIB (bench `--cap-young MIB`): an experiment, what the server could do
-// itself. `--max-semi-space-size` only counts when the heap is set up (on node's command line), but
+// $SANDBOX_AGENT_PROBE_YOUNG_MIB (bench `--cap-young MIB`): what the server command does itself
+// (`--young-generation-mib`, packages/server/src/young-generation.ts), here for any process, the floor's too. `--max-semi-space-size` only counts when the heap is set up (on node's command line), but
 // V8 reads `--semi-space-growth-factor` each time the young generation grows: once it reached
 // MIB (after a GC, seen by a `gc` PerformanceObserver), a factor of 1 stops it there.
 const capMiB = Number(process.env.SANDBOX_AGENT_PROBE_YOUNG_MIB ?? 0);

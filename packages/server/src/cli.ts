@@ -15,6 +15,7 @@ import {
   type UsageError,
 } from "./settings.js";
 import { VERSION } from "./version.js";
+import { capYoungGeneration, DEFAULT_YOUNG_GENERATION_MIB } from "./young-generation.js";
 
 const HELP = `sandbox-agent ${VERSION}: run ACP coding agents and control them over HTTP.
 
@@ -52,6 +53,8 @@ Options (each also from an environment variable, or a key of the config file):
                               they survive a restart); config key eventLog.inMemory
       --fsync                 fdatasync events before delivering them, to survive a power loss too;
                               config key eventLog.fsync
+      --young-generation-mib MIB  stop V8's young generation growing once it reaches MIB (default 8;
+                              0: no cap), which bounds the RSS a long stream adds
   -h, --help                  this help
 
 Environment variables and config keys (precedence: flag > environment > config file > default):
@@ -127,6 +130,7 @@ async function serverCommand(argv: string[]): Promise<void> {
   if (fsMaxUpload !== undefined && !(Number.isSafeInteger(fsMaxUpload) && fsMaxUpload >= 0)) {
     fail(`invalid --fs-max-upload ${values["fs-max-upload"]}`);
   }
+  capYoungGeneration(settings.youngGenerationMiB(DEFAULT_YOUNG_GENERATION_MIB));
   let running: RunningServer;
   try {
     running = await startServer({

@@ -73,6 +73,8 @@ export const configFileSchema = z.strictObject({
   processes: processLimitsSchema.optional(),
   /** The event log (see the README's "Durable connections"). */
   eventLog: eventLogSchema.optional(),
+  /** Where the command stops V8's young generation growing, MiB (0: V8's own maximum); see `capYoungGeneration`. */
+  youngGenerationMiB: z.number().int().nonnegative().optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;

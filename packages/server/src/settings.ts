@@ -31,6 +31,12 @@ export const SETTINGS = {
     env: "SANDBOX_AGENT_ALLOW_CLIENT_ENV",
     key: "allowClientEnv",
   },
+  youngGenerationMiB: {
+    flag: "young-generation-mib",
+    short: undefined,
+    env: "SANDBOX_AGENT_YOUNG_GENERATION_MIB",
+    key: "youngGenerationMiB",
+  },
 } as const satisfies Record<
   string,
   { flag: string; short: string | undefined; env: string; key: keyof ConfigFile | undefined }
@@ -150,6 +156,16 @@ export class Settings {
 
   logFormat(): LogFormat {
     return this.oneOf("logFormat", ["text", "json"], "text");
+  }
+
+  /** Where V8's young generation stops growing (`capYoungGeneration`), MiB; 0 leaves it to V8. */
+  youngGenerationMiB(fallback: number): number {
+    const picked = this.pick("youngGenerationMiB");
+    if (picked === undefined) return fallback;
+    const mib = typeof picked.value === "number" ? picked.value : Number(picked.value);
+    if (!Number.isInteger(mib) || mib < 0 || picked.value === "")
+      this.fail(`${picked.from} ${String(picked.value)} is not a size in MiB (an integer, 0 for V8's own)`);
+    return mib;
   }
 
   dataDir(): string {

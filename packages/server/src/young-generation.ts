@@ -1,0 +1,31 @@
+import { PerformanceObserver } from "node:perf_hooks";
+import v8 from "node:v8";
+
+/**
+ * Where the `sandbox-agent server` command stops V8's young generation growing (MiB, config
+ * `youngGenerationMiB`; 0 leaves it to V8). Chosen by `bench/event-log.mjs` and `bench/run.mjs`
+ * (bench/README.md, Event log on disk): see `capYoungGeneration`.
+ */
+export const DEFAULT_YOUNG_GENERATION_MIB = 8;
+
+const MiB = 2 ** 20;
+
+/**
+ * Under a long stream V8 doubles its young generation up to its maximum (16 MiB semi-spaces on
+ * 64-bit Node 20) and keeps it: RSS that is capacity, not data, and most of the server's growth
+ * across a large turn. `--max-semi-space-size` would cap it, but it is a node option read only when
+ * the heap is set up, so the command cannot set it on itself. V8 does read
+ * `--semi-space-growth-factor` each time it grows the young generation: once a garbage collection
+ * leaves it at `mib` or more, a factor of 1 stops it there. A process-wide flag, so it is the
+ * command's to set (at start, before any stream), never `startServer`'s inside someone's app.
+ */
+export function capYoungGeneration(mib: number): void {
+  if (mib <= 0) return;
+  const observer = new PerformanceObserver(() => {
+    const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+    if (young === undefined || young.space_size < mib * MiB) return;
+    v8.setFlagsFromString("--semi-space-growth-factor=1");
+    observer.disconnect();
+  });
+  observer.observe({ entryTypes: ["gc"] });
+}
