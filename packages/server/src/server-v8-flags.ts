@@ -10,11 +10,21 @@ import { setFlagsFromString } from "node:v8";
  * threads compete with the request path. See bench/README.md, "Rust peer". Set at run time so that
  * every entry (the bin, the bundle, dist/) gets it.
  */
-const SERVER_FLAGS = "--interrupt-budget=8000";
-/** V8's own value of the same flag (Node 20's V8; `node --v8-options` lists it). */
-const DEFAULT_FLAGS = "--interrupt-budget=67584";
+const INTERRUPT_BUDGET = "--interrupt-budget=8000";
 
-let serverFlagsSet = false;
+/** V8's own values of the flags the server sets (Node 20's V8; `node --v8-options` lists them). */
+const DEFAULT_FLAGS: Record<string, string> = {
+  "--interrupt-budget": "--interrupt-budget=67584",
+  "--semi-space-growth-factor": "--semi-space-growth-factor=2",
+};
+
+/** The flags the server has set, in order. */
+const serverFlags: string[] = [];
+
+function setServerFlag(flag: string): void {
+  setFlagsFromString(flag);
+  serverFlags.push(flag);
+}
 
 /**
  * Sets the server's V8 flags. Call it once the server listens: V8 refuses Node's code cache for
@@ -23,8 +33,12 @@ let serverFlagsSet = false;
  * (`dns` and `cluster`, which `listen()` loads: ~2 → ~10 ms; `node:crypto` ~4 → ~15 ms).
  */
 export function setServerV8Flags(): void {
-  setFlagsFromString(SERVER_FLAGS);
-  serverFlagsSet = true;
+  setServerFlag(INTERRUPT_BUDGET);
+}
+
+/** Stops V8's young generation growing past its size now (see `young-generation.ts`). */
+export function stopYoungGenerationGrowth(): void {
+  setServerFlag("--semi-space-growth-factor=1");
 }
 
 /**
@@ -33,11 +47,11 @@ export function setServerV8Flags(): void {
  * budget of functions already running is kept.
  */
 export function withDefaultV8Flags<T>(load: () => T): T {
-  if (!serverFlagsSet) return load();
-  setFlagsFromString(DEFAULT_FLAGS);
+  if (serverFlags.length === 0) return load();
+  for (const flag of serverFlags) setFlagsFromString(DEFAULT_FLAGS[flag.slice(0, flag.indexOf("="))]!);
   try {
     return load();
   } finally {
-    setFlagsFromString(SERVER_FLAGS);
+    for (const flag of serverFlags) setFlagsFromString(flag);
   }
 }

@@ -1,5 +1,6 @@
 import { PerformanceObserver } from "node:perf_hooks";
 import v8 from "node:v8";
+import { stopYoungGenerationGrowth } from "./server-v8-flags.js";
 
 /**
  * Where the `sandbox-agent server` command stops V8's young generation growing (MiB, config
@@ -24,7 +25,7 @@ export function capYoungGeneration(mib: number): void {
   const observer = new PerformanceObserver(() => {
     const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
     if (young === undefined || young.space_size < mib * MiB) return;
-    v8.setFlagsFromString("--semi-space-growth-factor=1");
+    stopYoungGenerationGrowth();
     observer.disconnect();
   });
   observer.observe({ entryTypes: ["gc"] });
