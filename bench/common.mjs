@@ -1,6 +1,7 @@
 // Helpers shared by the benchmarks.
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -122,6 +123,22 @@ export async function startNode(args, env = process.env) {
   });
   await untilHealthy(`${url}/v2/health`);
   return { url, child, startMs: performance.now() - started, listenMs, stop: () => child.kill("SIGTERM") };
+}
+
+/** Keep-alive sockets for the benches' HTTP clients (many connections, each with its SSE stream). */
+export const keepAliveAgent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+/** One HTTP request on the shared keep-alive agent; resolves with its status, headers and text body. */
+export function request(url, method, headers, body, signal) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers, agent: keepAliveAgent, signal }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 /** Resolves once `healthUrl` answers 200 (connection errors are retried). */

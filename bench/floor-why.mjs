@@ -11,14 +11,15 @@
 // Without --memory or --p99 it does both.
 import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
+import { freePort, mockAgentBin, tempDir } from "@sandbox-agent/testkit";
 import {
   benchArgs,
+  keepAliveAgent,
   percentile,
+  request,
   runMain,
   splitNodeArgs,
   sseSplitter,
@@ -40,7 +41,6 @@ if (!KINDS.every((kind) => kind === "floor" || kind === "ours"))
   usageFail(import.meta.url, `--kinds takes floor, ours or both, comma-separated, not "${args.kinds}"`);
 const SERVER_ARGS = splitNodeArgs(args["server-args"]);
 const both = !args.memory && !args.p99;
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 const round = (x) => Math.round(x * 100) / 100;
@@ -49,27 +49,6 @@ function start(kind, nodeArgs) {
   const args = [...nodeArgs, ...SERVER_ARGS];
   if (kind === "ours") return startServer([], undefined, args);
   return startNode([...args, path.join(here, "node-floor-server.mjs"), process.execPath, mockAgentBin]);
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function request(url, method, headers, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (d) => (text += d));
-      res.on("end", () => resolve({ headers: res.headers, text }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
 }
 
 /** A `/v2/rpc` connection with its SSE stream open; `call` resolves with the response from the stream. */
@@ -86,7 +65,7 @@ async function connect(base) {
   const headers = { "acp-connection-id": init.headers["acp-connection-id"] };
   const waiting = new Map();
   const sse = await new Promise((resolve) =>
-    http.get(url, { headers: { accept: "text/event-stream", ...headers }, agent }, (res) => {
+    http.get(url, { headers: { accept: "text/event-stream", ...headers }, agent: keepAliveAgent }, (res) => {
       const feed = sseSplitter((_event, data) => {
         const message = JSON.parse(data);
         waiting.get(message.id)?.(message);

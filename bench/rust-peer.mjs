@@ -16,13 +16,14 @@
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
+import { freePort, mockAgentBin, tempDir } from "@sandbox-agent/testkit";
 import {
   cpuMs,
+  keepAliveAgent,
   percentile,
+  request,
   UsageError,
   benchArgs,
   runMain,
@@ -84,15 +85,6 @@ function peerBinary() {
   return bin;
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** The Rust server with its `mock` agent's launcher replaced by our mock agent. */
 async function startPeer(bin) {
   const data = tempDir("rust-peer-");
@@ -110,20 +102,6 @@ async function startPeer(bin) {
   const url = `http://127.0.0.1:${port}`;
   await untilHealthy(`${url}/v1/health`);
   return { url, child, startMs: performance.now() - started, stop: () => child.kill("SIGTERM") };
-}
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-function request(url, method, headers, body, signal) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent, signal }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (d) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
 }
 
 /** One ACP connection over either server's HTTP transport, with its SSE stream open. */
@@ -160,7 +138,7 @@ class Connection {
     await new Promise((resolve, reject) => {
       const req = http.get(
         this.url,
-        { headers: { accept: "text/event-stream", ...this.headers }, agent },
+        { headers: { accept: "text/event-stream", ...this.headers }, agent: keepAliveAgent },
         (res) => {
           this.sse = res;
           const feed = sseSplitter((_event, data) => this.onMessage(JSON.parse(data)));
