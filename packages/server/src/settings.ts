@@ -115,12 +115,17 @@ export class Settings {
   }
 
   port(): number {
-    const picked = this.pick("port");
-    if (picked === undefined) return DEFAULT_PORT;
-    const port = typeof picked.value === "number" ? picked.value : Number(picked.value);
-    if (!Number.isInteger(port) || port < 0 || port > 65535 || picked.value === "")
-      this.fail(`${picked.from} ${String(picked.value)} is not a port (0 to 65535; 0 picks a free one)`);
-    return port;
+    return this.integer("port", DEFAULT_PORT, 65535, "a port (0 to 65535; 0 picks a free one)");
+  }
+
+  /** An integer setting from 0 to `max`, or `fallback`; `what` names a valid value for the error. */
+  private integer(name: SettingName, fallback: number, max: number, what: string): number {
+    const picked = this.pick(name);
+    if (picked === undefined) return fallback;
+    const value = typeof picked.value === "number" ? picked.value : Number(picked.value);
+    if (!Number.isInteger(value) || value < 0 || value > max || picked.value === "")
+      this.fail(`${picked.from} ${String(picked.value)} is not ${what}`);
+    return value;
   }
 
   /** The token, refusing an empty one: an empty token would silently mean "no authentication". */
@@ -160,12 +165,12 @@ export class Settings {
 
   /** Where V8's young generation stops growing (`capYoungGeneration`), MiB; 0 leaves it to V8. */
   youngGenerationMiB(fallback: number): number {
-    const picked = this.pick("youngGenerationMiB");
-    if (picked === undefined) return fallback;
-    const mib = typeof picked.value === "number" ? picked.value : Number(picked.value);
-    if (!Number.isInteger(mib) || mib < 0 || picked.value === "")
-      this.fail(`${picked.from} ${String(picked.value)} is not a size in MiB (an integer, 0 for V8's own)`);
-    return mib;
+    return this.integer(
+      "youngGenerationMiB",
+      fallback,
+      Infinity,
+      "a size in MiB (an integer, 0 for V8's own)",
+    );
   }
 
   dataDir(): string {

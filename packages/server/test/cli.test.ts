@@ -123,6 +123,23 @@ describe("CLI conventions", () => {
     }
   });
 
+  it("refuses a port or young-generation size that is no whole number in range, saying what is valid, exit 2", () => {
+    for (const [args, env, valid] of [
+      [["--port", "70000"], {}, /--port 70000 is not a port \(0 to 65535/],
+      [[], { SANDBOX_AGENT_PORT: "abc" }, /SANDBOX_AGENT_PORT abc is not a port/],
+      [["--young-generation-mib=-1"], {}, /-1 is not a size in MiB/],
+      [
+        [],
+        { SANDBOX_AGENT_YOUNG_GENERATION_MIB: "1.5" },
+        /SANDBOX_AGENT_YOUNG_GENERATION_MIB 1\.5 is not a size in MiB/,
+      ],
+    ] as const) {
+      const run = cli(["server", ...args], env);
+      assert.equal(run.status, 2, `${args.join(" ")} ${JSON.stringify(env)}: ${run.stderr}`);
+      assert.match(run.stderr, valid);
+    }
+  });
+
   it("refuses a non-loopback bind without a token, with exit code 2", () => {
     const run = cli(["server", "--host", "0.0.0.0", "--port", "0"]);
     assert.equal(run.status, 2);
