@@ -14,7 +14,7 @@ import {
 export interface SegmentLimits {
   /** A segment file is closed and a new one started past this size. */
   segmentBytes: number;
-  /** Older segments are deleted while a connection's log is larger… */
+  /** Older segments are deleted while the newer ones hold at least this many bytes… */
   retentionBytes: number;
   /** …or when everything in them is older than this. */
   retentionMs: number;
@@ -251,14 +251,18 @@ export class SegmentFiles {
 
   /**
    * Deletes the oldest segments past the retention limits (never the one being written); returns
-   * the first seq kept.
+   * the first seq kept. By bytes, a segment goes only when the newer ones still hold
+   * `retentionBytes`: the newest `retentionBytes` of events always stay readable, so the disk holds
+   * up to about two segments more (the oldest, and the one being written). Deleting while the total
+   * is over the limit could leave almost nothing: a busy writer's batch may fill a segment past
+   * `segmentBytes` on its own, and a reader a few events behind would get 410.
    */
   retain(now: number): number {
     const { retentionBytes, retentionMs } = this.limits;
     let total = this.bytes;
     while (this.segments.length > 1) {
       const oldest = this.segments[0]!;
-      if (total <= retentionBytes && oldest.newestMs >= now - retentionMs) break;
+      if (total - oldest.bytes < retentionBytes && oldest.newestMs >= now - retentionMs) break;
       fs.rmSync(oldest.file, { force: true });
       total -= oldest.bytes;
       this.segments.shift();
