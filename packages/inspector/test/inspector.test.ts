@@ -108,15 +108,18 @@ describe("inspector in Chromium", { skip: chromiumGate, timeout: 240_000 }, () =
     assert.match(await page.getByTestId("turn-end").last().innerText(), /end_turn/);
   });
 
-  it("renders agent HTML inert (no script, no handlers)", async () => {
+  it("renders agent HTML inert (shown as text, no script, no handlers, no javascript: links)", async () => {
+    const html = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`;
     await sendTurn(
-      `json <img src=x onerror="window.__xss=1"><script>window.__xss=2</script><a href="javascript:window.__xss=3">link</a> <b style="position:fixed;inset:0">styled</b> after`,
+      `json ${html} [link](javascript:window.__xss=3) <b style="position:fixed;inset:0">styled</b> after`,
     );
     const message = page.getByTestId("agent-message").last();
-    assert.match(await message.innerText(), /after/);
+    const text = await message.innerText();
+    assert.ok(text.includes(html), text);
+    assert.ok(text.includes(`<b style="position:fixed;inset:0">styled</b> after`), text);
     await message.locator("a").click();
     assert.equal(await page.evaluate(() => (window as { __xss?: number }).__xss), undefined);
-    assert.equal(await message.locator("script, img, [onerror], [style]").count(), 0);
+    assert.equal(await message.locator("script, img, b, [onerror], [style]").count(), 0);
     assert.equal(await message.locator("a").getAttribute("href"), null);
   });
 
