@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { isDeepStrictEqual } from "node:util";
 import type { Page } from "playwright-core";
 import { SandboxAgentClient } from "sandbox-agent";
 import { repoRoot, tempDir, waitFor } from "@sandbox-agent/testkit";
@@ -128,8 +129,22 @@ describe("inspector processes and terminals in Chromium", { skip: chromiumGate, 
       STEP_MS,
       "the server to get the smaller size",
     );
-    const after = await sttySize();
-    assert.deepEqual(after, await serverSize());
+    // The panel may settle in more than one resize (Chromium lays the smaller window out in steps):
+    // the shell and the server must come to agree on the last one.
+    let after = { rows: 0, cols: 0 };
+    const seen: string[] = [];
+    await waitFor(
+      async () => {
+        const server = await serverSize();
+        after = await sttySize();
+        seen.push(`server ${server.rows}x${server.cols} shell ${after.rows}x${after.cols}`);
+        return isDeepStrictEqual(after, server) && isDeepStrictEqual(await serverSize(), server);
+      },
+      STEP_MS,
+      "the shell and the server to agree on the terminal's size",
+    );
+    console.log(`terminal sizes after the resize: ${seen.join(", ")}`);
+    assert.ok(after.cols < before.cols && after.rows < before.rows, `${seen}`);
     assert.match(
       await page.getByTestId("terminal-status").innerText(),
       new RegExp(`${after.cols}×${after.rows}`),
