@@ -130,7 +130,7 @@ async function serverCommand(argv: string[]): Promise<void> {
   if (fsMaxUpload !== undefined && !(Number.isSafeInteger(fsMaxUpload) && fsMaxUpload >= 0)) {
     fail(`invalid --fs-max-upload ${values["fs-max-upload"]}`);
   }
-  capYoungGeneration(settings.youngGenerationMiB(DEFAULT_YOUNG_GENERATION_MIB));
+  const youngGenerationMiB = settings.youngGenerationMiB(DEFAULT_YOUNG_GENERATION_MIB);
   let running: RunningServer;
   try {
     running = await startServer({
@@ -156,6 +156,8 @@ async function serverCommand(argv: string[]): Promise<void> {
       },
       logLevel: settings.logLevel(),
       logFormat: settings.logFormat(),
+      // Before any stream, but not on an idle server (it loads node:perf_hooks).
+      onFirstWork: () => capYoungGeneration(youngGenerationMiB),
     });
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);

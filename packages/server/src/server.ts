@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { AgentConfigEntry } from "./agents/types.js";
-import { healthRoute } from "./control-plane/health.js";
+import { HEALTH_PATH, healthRoute } from "./control-plane/health.js";
 import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
 import { sendProblem } from "./http/problem.js";
@@ -72,6 +72,13 @@ export interface ServerOptions {
   /** `text` (default) or `json`: one object per line. */
   logFormat?: LogFormat;
   logger?: Logger;
+  /**
+   * Called once, before the server's first piece of work beyond health checks: connections an
+   * earlier run left to recover, or the first request other than `GET /v2/health` (a WebSocket
+   * upgrade too). The `server` command arms the young generation's cap here (`young-generation.ts`),
+   * so that an idle server does without what it loads.
+   */
+  onFirstWork?: () => void;
 }
 
 export interface RunningServer {
@@ -169,7 +176,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logger,
   };
   const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
+  let onFirstWork = options.onFirstWork;
+  const firstWork = (): void => {
+    const call = onFirstWork;
+    onFirstWork = undefined;
+    call?.();
+  };
   // Connections an earlier run left in the event log are back before the first request is served.
+  if (connections.hasRecords) firstWork();
   const recoveryStart = Date.now();
   const recovered = await connections.recover({
     limits,
@@ -226,6 +240,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const onResponseError = (error: Error): void => logger.warn("response error", { error: String(error) });
   const listener = createHttpListener(
     (req, res) => {
+      if (onFirstWork !== undefined && req.url !== HEALTH_PATH) firstWork();
       inFlight.track(res);
       observeRequest(req, res, { logger, metrics });
       // Writing after the end emits "error" on the response; unheard, it would end the server.
@@ -257,6 +272,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ));
   };
   server.on("upgrade", (req, socket, head) => {
+    firstWork();
     socket.on("error", () => socket.destroy());
     if (draining) {
       socket.destroy();
