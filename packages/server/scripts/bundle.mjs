@@ -129,8 +129,16 @@ if (
   process.exit(0);
 }
 
-/** Defines `require` in an ES module output file (esbuild's require shim calls it). */
-const REQUIRE_BANNER = 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);';
+/**
+ * Defines `require` in an ES module output file (esbuild's require shim calls it). The CommonJS
+ * loader behind it is made on the first call: `createRequire` builds a module object and resolves
+ * its node_modules paths, ~1 ms of the start path (bench/README.md, Start path), and built-ins,
+ * the usual thing required, come from `process.getBuiltinModule` without it. `node:module` comes
+ * from there too (an `import` of it before Node 20.16).
+ */
+const REQUIRE_BANNER =
+  'const __m=process.getBuiltinModule?.("node:module")??await import("node:module");let __r;' +
+  "function require(id){return process.getBuiltinModule?.(id)??(__r??=__m.createRequire(import.meta.url))(id)}";
 
 /**
  * Drops the `require` banner from the output files that never use `require`: every createRequire
