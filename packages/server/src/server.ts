@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync } from "node:fs";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import path from "node:path";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -111,20 +111,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const workdir = options.workdir ?? path.join(options.dataDir, "workspace");
   mkdirSync(workdir, { recursive: true });
   mkdirSync(path.join(options.dataDir, "logs"), { recursive: true });
-  const logFile = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
+  // Opened with the first line: an idle server at `warn` writes none (the file stream's modules and
+  // an open are start-up time).
+  let logFile: WriteStream | undefined;
   let logFileFailed = false;
-  // A full disk must not end the server: it goes on logging to stderr only.
-  logFile.on("error", (error) => {
-    if (!logFileFailed) process.stderr.write(`sandbox-agent: cannot write the log file: ${error.message}\n`);
-    logFileFailed = true;
-  });
+  const openLogFile = (): WriteStream => {
+    const file = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
+    // A full disk must not end the server: it goes on logging to stderr only.
+    file.on("error", (error) => {
+      if (!logFileFailed)
+        process.stderr.write(`sandbox-agent: cannot write the log file: ${error.message}\n`);
+      logFileFailed = true;
+    });
+    return file;
+  };
   const logger =
     options.logger ??
     createLogger(
       options.logLevel ?? "info",
       (line) => {
         process.stderr.write(line);
-        if (!logFileFailed) logFile.write(line);
+        if (!logFileFailed) (logFile ??= openLogFile()).write(line);
       },
       options.logFormat,
     );
@@ -311,7 +318,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await inFlight.settled(SHUTDOWN_DRAIN_MS);
     listener.closeAllConnections();
     await closed;
-    logFile.end();
+    logFile?.end();
   };
   return {
     url: `http://${urlHost}:${address.port}`,
