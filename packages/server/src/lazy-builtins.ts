@@ -1,4 +1,4 @@
-import { createRequire } from "node:module";
+import { builtinModule } from "./builtin-module.js";
 import { withDefaultV8Flags } from "./server-v8-flags.js";
 
 /**
@@ -7,19 +7,6 @@ import { withDefaultV8Flags } from "./server-v8-flags.js";
  * past the young generation's first scavenge, after which both semi-spaces stay resident). They
  * load with V8's default flags, so from Node's code cache (server-v8-flags.ts).
  */
-let cjsRequire: NodeJS.Require | undefined;
-
-/**
- * `process.getBuiltinModule` (Node 20.16+); before it, `require` from a CommonJS loader made on
- * first use (`createRequire` costs ~1 ms of start-up: bench/README.md, Start path).
- */
-function builtin(id: string): unknown {
-  return (
-    (process.getBuiltinModule as typeof process.getBuiltinModule | undefined)?.(id) ??
-    (cjsRequire ??= createRequire(import.meta.url))(id)
-  );
-}
-
 let crypto: typeof import("node:crypto") | undefined;
 let zlib: typeof import("node:zlib") | undefined;
 let perfHooks: typeof import("node:perf_hooks") | undefined;
@@ -29,12 +16,12 @@ let perfHooks: typeof import("node:perf_hooks") | undefined;
  * connections and processes, tickets, the token check) call it when they run.
  */
 export function nodeCrypto(): typeof import("node:crypto") {
-  return (crypto ??= withDefaultV8Flags(() => builtin("node:crypto") as typeof import("node:crypto")));
+  return (crypto ??= withDefaultV8Flags(() => builtinModule<typeof import("node:crypto")>("node:crypto")));
 }
 
 /** `zlib.crc32` (the event log's frame checksum): `node:zlib` and its binding load with the first frame. */
 export function crc32(data: Uint8Array, value?: number): number {
-  return (zlib ??= withDefaultV8Flags(() => builtin("node:zlib") as typeof import("node:zlib"))).crc32(
+  return (zlib ??= withDefaultV8Flags(() => builtinModule<typeof import("node:zlib")>("node:zlib"))).crc32(
     data,
     value,
   );
@@ -45,7 +32,7 @@ export function crc32(data: Uint8Array, value?: number): number {
  * with it from the server's first piece of work on (`young-generation.ts`), not on an idle server.
  */
 export function nodePerfHooks(): typeof import("node:perf_hooks") {
-  return (perfHooks ??= withDefaultV8Flags(
-    () => builtin("node:perf_hooks") as typeof import("node:perf_hooks"),
+  return (perfHooks ??= withDefaultV8Flags(() =>
+    builtinModule<typeof import("node:perf_hooks")>("node:perf_hooks"),
   ));
 }

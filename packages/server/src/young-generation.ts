@@ -1,6 +1,5 @@
-import v8 from "node:v8";
 import { nodePerfHooks } from "./lazy-builtins.js";
-import { stopYoungGenerationGrowth } from "./server-v8-flags.js";
+import { nodeV8, stopYoungGenerationGrowth } from "./server-v8-flags.js";
 
 /**
  * Where the `sandbox-agent server` command stops V8's young generation growing (MiB, config
@@ -25,7 +24,9 @@ const MiB = 2 ** 20;
 export function capYoungGeneration(mib: number): void {
   if (mib <= 0) return;
   const observer = new (nodePerfHooks().PerformanceObserver)(() => {
-    const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+    const young = nodeV8()
+      .getHeapSpaceStatistics()
+      .find((s) => s.space_name === "new_space");
     if (young === undefined || young.space_size < mib * MiB) return;
     stopYoungGenerationGrowth();
     observer.disconnect();

@@ -62,13 +62,16 @@ describe("start-up loads only the transport and health", () => {
       );
   });
 
-  it("watches garbage collections (the young generation's cap) from the first connection, not before", async () => {
+  it("sets its V8 flags and watches garbage collections from the first connection, not before", async () => {
     const atStart = await builtins();
     // The list is real: the start path's built-ins are in it.
     assert.ok(atStart.includes("node:http"));
-    assert.equal(atStart.includes("node:perf_hooks"), false, "an idle server loaded node:perf_hooks");
+    // node:v8 for the flags (server-v8-flags.ts), node:perf_hooks for the young generation's cap.
+    for (const lazy of ["node:v8", "node:perf_hooks"])
+      assert.equal(atStart.includes(lazy), false, `an idle server loaded ${lazy}`);
     const conn = await RawConnection.open(server, "mock");
-    assert.ok((await builtins()).includes("node:perf_hooks"));
+    const afterConnection = await builtins();
+    for (const lazy of ["node:v8", "node:perf_hooks"]) assert.ok(afterConnection.includes(lazy), lazy);
     await conn.delete();
   });
 
