@@ -367,16 +367,23 @@ async function main() {
   report(kinds, summary);
 }
 
-/** Medians of the start rounds: per server start → health, → "listening" line, idle RSS. */
+/** Medians of the start rounds (and start → health's 90th percentile): per server start → health, → "listening" line, idle RSS. */
 function summarizeStarts(kinds, starts, emptyNode) {
   const summary = {};
   for (const kind of kinds)
     summary[kind] = {
       startMs: Math.round(median(starts[kind].map((x) => x.startMs))),
+      startP90Ms: Math.round(
+        percentile(
+          starts[kind].map((x) => x.startMs),
+          90,
+        ),
+      ),
       listenMs: kind === "rust" ? "" : Math.round(median(starts[kind].map((x) => x.listenMs))),
       idleRssMiB: mib(median(starts[kind].map((x) => x.idleRss))),
     };
   summary.emptyNodeMs = Math.round(median(emptyNode));
+  summary.emptyNodeP90Ms = Math.round(percentile(emptyNode, 90));
   return summary;
 }
 
@@ -396,7 +403,7 @@ function report(kinds, summary) {
     ].join("\n"),
   );
   console.log(
-    `\n\`node -e 0\`, spawn → exit (ms, median of ${STARTS}, in the same rounds): ${summary.emptyNodeMs}`,
+    `\n\`node -e 0\`, spawn → exit (ms, median / p90 of ${STARTS}, in the same rounds): ${summary.emptyNodeMs} / ${summary.emptyNodeP90Ms}`,
   );
 }
 

@@ -54,6 +54,8 @@ const mockMain = path.join(
   "main.js",
 );
 
+const mockDir = `${path.dirname(mockMain)}${path.sep}`;
+
 /** Newest modification time of the files under `dir` (0 when it does not exist). */
 function newest(dir) {
   try {
@@ -127,8 +129,16 @@ if (
   process.exit(0);
 }
 
-/** Defines `require` in an ES module output file (esbuild's require shim calls it). */
-const REQUIRE_BANNER = 'import{createRequire as __cr}from"node:module";const require=__cr(import.meta.url);';
+/**
+ * Defines `require` in an ES module output file (esbuild's require shim calls it). The CommonJS
+ * loader behind it is made on the first call: `createRequire` builds a module object and resolves
+ * its node_modules paths, ~1 ms of the start path (bench/README.md, Start path), and built-ins,
+ * the usual thing required, come from `process.getBuiltinModule` without it. `node:module` comes
+ * from there too (an `import` of it before Node 20.16).
+ */
+const REQUIRE_BANNER =
+  'const __m=process.getBuiltinModule?.("node:module")??await import("node:module");let __r;' +
+  "function require(id){return process.getBuiltinModule?.(id)??(__r??=__m.createRequire(import.meta.url))(id)}";
 
 /**
  * Drops the `require` banner from the output files that never use `require`: every createRequire
@@ -146,8 +156,49 @@ function dropUnusedRequireBanners() {
   }
 }
 
-/** Absolute path of a metafile key (they are relative to the working directory). */
-const fromMeta = (key) => path.resolve(key);
+/** The namespace of the modules `builtinsWithoutFacades` makes (a metafile key is `builtin:node:fs`). */
+const BUILTIN = "builtin";
+
+/**
+ * Imports of Node built-ins (`import { spawn } from "node:child_process"`) become reads of the
+ * built-in's own object (`process.getBuiltinModule`, Node 20.16+; `require` before), not ES module
+ * imports: Node makes an ES module facade for each built-in imported, links it and reads every
+ * export, which also runs lazy getters (`util.MIMEType` loads `internal/mime`). Each built-in
+ * becomes a module of the bundle exporting the object as `default` and each name as a constant,
+ * read once and only if some module imports it (`@__PURE__`, so esbuild drops the others). Not
+ * CommonJS: esbuild would copy every property into a new object for each importing module.
+ */
+function builtinsWithoutFacades() {
+  return {
+    name: "builtins-without-facades",
+    setup(build) {
+      // Not in the mock agent (its own process): modules it shared with the server would make a
+      // chunk of their own, one more file on the server's start path.
+      build.onResolve({ filter: /^node:/ }, (args) =>
+        args.kind === "import-statement" && !args.importer.startsWith(mockDir)
+          ? { path: args.path, namespace: BUILTIN }
+          : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: BUILTIN }, async (args) => {
+        const id = JSON.stringify(args.path);
+        const names = Object.keys(await import(args.path)).filter(
+          (name) => /^[A-Za-z_$][\w$]*$/.test(name) && name !== "default",
+        );
+        return {
+          contents: [
+            `const m = process.getBuiltinModule?.(${id}) ?? require(${id});`,
+            "export default m;",
+            ...names.map((name) => `export const ${name} = /* @__PURE__ */ (() => m.${name})();`),
+          ].join("\n"),
+          loader: "js",
+        };
+      });
+    },
+  };
+}
+
+/** Absolute path of a metafile key (they are relative to the working directory); a built-in's id. */
+const fromMeta = (key) => (key.startsWith(`${BUILTIN}:`) ? key.slice(BUILTIN.length + 1) : path.resolve(key));
 
 /**
  * From a metafile: the source modules that load when the server starts (those of every output file
@@ -238,6 +289,7 @@ const options = {
   },
   // CommonJS dependencies (the MCP SDK's stdio client) call require() for Node built-ins.
   banner: { js: REQUIRE_BANNER },
+  plugins: [builtinsWithoutFacades()],
 };
 // Two passes. esbuild puts a module shared by the entry and some lazily imported modules in a
 // chunk per distinct set of importers: ~13 small chunks on the start path, each one more module
@@ -248,7 +300,7 @@ const options = {
 const firstPass = await esbuild.build({ ...options, write: false, logLevel: "error" });
 const result = await esbuild.build({
   ...options,
-  plugins: [oneStartChunk(startGraph(firstPass.metafile))],
+  plugins: [...options.plugins, oneStartChunk(startGraph(firstPass.metafile))],
 });
 dropUnusedRequireBanners();
 const entry = path.join(outdir, "sandbox-agent.mjs");

@@ -130,7 +130,7 @@ async function serverCommand(argv: string[]): Promise<void> {
   if (fsMaxUpload !== undefined && !(Number.isSafeInteger(fsMaxUpload) && fsMaxUpload >= 0)) {
     fail(`invalid --fs-max-upload ${values["fs-max-upload"]}`);
   }
-  capYoungGeneration(settings.youngGenerationMiB(DEFAULT_YOUNG_GENERATION_MIB));
+  const youngGenerationMiB = settings.youngGenerationMiB(DEFAULT_YOUNG_GENERATION_MIB);
   let running: RunningServer;
   try {
     running = await startServer({
@@ -156,6 +156,12 @@ async function serverCommand(argv: string[]): Promise<void> {
       },
       logLevel: settings.logLevel(),
       logFormat: settings.logFormat(),
+      // Before any stream, but not on an idle server (they load node:v8 and node:perf_hooks); after
+      // the start path's built-ins (dns and cluster load with the listener): see server-v8-flags.ts.
+      onFirstWork: () => {
+        setServerV8Flags();
+        capYoungGeneration(youngGenerationMiB);
+      },
     });
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
@@ -165,8 +171,6 @@ async function serverCommand(argv: string[]): Promise<void> {
     if (hint) fatal(hint);
     throw error;
   }
-  // After the start path's built-ins (dns and cluster load with the listener): see server-v8-flags.ts.
-  setServerV8Flags();
   const out = (line: string) => process.stdout.write(`sandbox-agent ${line}\n`);
   out(`listening on ${running.url}`);
   out(`inspector at ${running.url}/ui/${token !== undefined ? " (it asks for the token)" : ""}`);

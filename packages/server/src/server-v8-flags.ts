@@ -1,4 +1,18 @@
-import { setFlagsFromString } from "node:v8";
+import { builtinModule } from "./builtin-module.js";
+
+let v8: typeof import("node:v8") | undefined;
+
+/**
+ * `node:v8`, loaded with the server's first flag: its modules and bindings (heap utilities,
+ * serializer, profiler) are start-up time an idle server does without.
+ */
+export function nodeV8(): typeof import("node:v8") {
+  return (v8 ??= builtinModule<typeof import("node:v8")>("node:v8"));
+}
+
+function setFlagsFromString(flag: string): void {
+  nodeV8().setFlagsFromString(flag);
+}
 
 /**
  * V8 optimizes a function once it ran about this many bytes of bytecode (its default is 67,584).
@@ -30,7 +44,9 @@ function setServerFlag(flag: string): void {
  * Sets the server's V8 flags. Call it once the server listens: V8 refuses Node's code cache for
  * built-in modules compiled while any flag differs from the one Node's build used (the cache carries
  * a hash of the flags), so a built-in loaded after this compiles from source, several times slower
- * (`dns` and `cluster`, which `listen()` loads: ~2 → ~10 ms; `node:crypto` ~4 → ~15 ms).
+ * (`dns` and `cluster`, which `listen()` loads: ~2 → ~10 ms; `node:crypto` ~4 → ~15 ms). The
+ * command sets them with the server's first work (`ServerOptions.onFirstWork`): the budget is for
+ * the request path of connections, and an idle server does not load `node:v8`.
  */
 export function setServerV8Flags(): void {
   setServerFlag(INTERRUPT_BUDGET);

@@ -1,11 +1,11 @@
-import { createWriteStream, mkdirSync } from "node:fs";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import path from "node:path";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolveLaunch } from "./agents/launch.js";
 import { AgentRegistry } from "./agents/registry.js";
 import type { AgentConfigEntry } from "./agents/types.js";
-import { healthRoute } from "./control-plane/health.js";
+import { HEALTH_PATH, healthRoute } from "./control-plane/health.js";
 import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
 import { sendProblem } from "./http/problem.js";
@@ -72,6 +72,13 @@ export interface ServerOptions {
   /** `text` (default) or `json`: one object per line. */
   logFormat?: LogFormat;
   logger?: Logger;
+  /**
+   * Called once, before the server's first piece of work beyond health checks: connections an
+   * earlier run left to recover, or the first request other than `GET /v2/health` (a WebSocket
+   * upgrade too). The `server` command arms the young generation's cap here (`young-generation.ts`),
+   * so that an idle server does without what it loads.
+   */
+  onFirstWork?: () => void;
 }
 
 export interface RunningServer {
@@ -104,20 +111,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const workdir = options.workdir ?? path.join(options.dataDir, "workspace");
   mkdirSync(workdir, { recursive: true });
   mkdirSync(path.join(options.dataDir, "logs"), { recursive: true });
-  const logFile = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
+  // Opened with the first line: an idle server at `warn` writes none (the file stream's modules and
+  // an open are start-up time).
+  let logFile: WriteStream | undefined;
   let logFileFailed = false;
-  // A full disk must not end the server: it goes on logging to stderr only.
-  logFile.on("error", (error) => {
-    if (!logFileFailed) process.stderr.write(`sandbox-agent: cannot write the log file: ${error.message}\n`);
-    logFileFailed = true;
-  });
+  const openLogFile = (): WriteStream => {
+    const file = createWriteStream(path.join(options.dataDir, "logs", "server.log"), { flags: "a" });
+    // A full disk must not end the server: it goes on logging to stderr only.
+    file.on("error", (error) => {
+      if (!logFileFailed)
+        process.stderr.write(`sandbox-agent: cannot write the log file: ${error.message}\n`);
+      logFileFailed = true;
+    });
+    return file;
+  };
   const logger =
     options.logger ??
     createLogger(
       options.logLevel ?? "info",
       (line) => {
         process.stderr.write(line);
-        if (!logFileFailed) logFile.write(line);
+        if (!logFileFailed) (logFile ??= openLogFile()).write(line);
       },
       options.logFormat,
     );
@@ -169,7 +183,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logger,
   };
   const launch = (initialize: JsonRpcMessage) => resolveLaunch(initialize, launchOptions);
+  let onFirstWork = options.onFirstWork;
+  const firstWork = (): void => {
+    const call = onFirstWork;
+    onFirstWork = undefined;
+    call?.();
+  };
   // Connections an earlier run left in the event log are back before the first request is served.
+  if (connections.hasRecords) firstWork();
   const recoveryStart = Date.now();
   const recovered = await connections.recover({
     limits,
@@ -226,6 +247,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const onResponseError = (error: Error): void => logger.warn("response error", { error: String(error) });
   const listener = createHttpListener(
     (req, res) => {
+      if (onFirstWork !== undefined && req.url !== HEALTH_PATH) firstWork();
       inFlight.track(res);
       observeRequest(req, res, { logger, metrics });
       // Writing after the end emits "error" on the response; unheard, it would end the server.
@@ -257,6 +279,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ));
   };
   server.on("upgrade", (req, socket, head) => {
+    firstWork();
     socket.on("error", () => socket.destroy());
     if (draining) {
       socket.destroy();
@@ -295,7 +318,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await inFlight.settled(SHUTDOWN_DRAIN_MS);
     listener.closeAllConnections();
     await closed;
-    logFile.end();
+    logFile?.end();
   };
   return {
     url: `http://${urlHost}:${address.port}`,

@@ -1,6 +1,5 @@
-import { PerformanceObserver } from "node:perf_hooks";
-import v8 from "node:v8";
-import { stopYoungGenerationGrowth } from "./server-v8-flags.js";
+import { nodePerfHooks } from "./lazy-builtins.js";
+import { nodeV8, stopYoungGenerationGrowth } from "./server-v8-flags.js";
 
 /**
  * Where the `sandbox-agent server` command stops V8's young generation growing (MiB, config
@@ -18,12 +17,16 @@ const MiB = 2 ** 20;
  * the heap is set up, so the command cannot set it on itself. V8 does read
  * `--semi-space-growth-factor` each time it grows the young generation: once a garbage collection
  * leaves it at `mib` or more, a factor of 1 stops it there. A process-wide flag, so it is the
- * command's to set (at start, before any stream), never `startServer`'s inside someone's app.
+ * command's to set, never `startServer`'s inside someone's app. The command arms it with the
+ * server's first piece of work (`ServerOptions.onFirstWork`: before any stream), so that an idle
+ * server does not load `node:perf_hooks` for the observer.
  */
 export function capYoungGeneration(mib: number): void {
   if (mib <= 0) return;
-  const observer = new PerformanceObserver(() => {
-    const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+  const observer = new (nodePerfHooks().PerformanceObserver)(() => {
+    const young = nodeV8()
+      .getHeapSpaceStatistics()
+      .find((s) => s.space_name === "new_space");
     if (young === undefined || young.space_size < mib * MiB) return;
     stopYoungGenerationGrowth();
     observer.disconnect();

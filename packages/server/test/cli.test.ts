@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { freePort, serverBin, startServer, stopChild, tempDir, waitFor } from "@sandbox-agent/testkit";
@@ -225,8 +225,14 @@ describe("server settings: flag > environment > config file > default", () => {
       assert.equal(server.url, `http://127.0.0.1:${port}`);
       assert.equal((await health(server.url)).status, 401);
       assert.equal((await health(server.url, "short-token")).workdir, workdir);
-      assert.ok(existsSync(path.join(dataDir, "logs", "server.log")));
       await waitFor(() => / debug request /.test(server.stderr()), 5000, "a debug access log line");
+      // The log file is opened with its first line.
+      const logFile = path.join(dataDir, "logs", "server.log");
+      await waitFor(
+        () => existsSync(logFile) && / debug request /.test(readFileSync(logFile, "utf8")),
+        5000,
+        "the line in the log file",
+      );
     } finally {
       await server.stop();
     }

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { compiledServerBin, startServer, tempDir, type RunningServer } from "@sandbox-agent/testkit";
+import { compiledServerBin, startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { RawConnection } from "./support/rpc.js";
 
 const moduleLog = fileURLToPath(new URL("./support/module-log.js", import.meta.url));
@@ -14,6 +14,21 @@ describe("start-up loads only the transport and health", () => {
   const logFile = path.join(tempDir("module-log-"), "modules.txt");
   const loaded = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").split("\n") : []);
   const loadedZod = () => loaded().some((url) => url.includes("/node_modules/zod/"));
+  /** The built-in modules the server loaded so far, `require`d ones too (see module-log.ts). */
+  const builtins = async (): Promise<string[]> => {
+    const list = `${logFile}.builtins`;
+    rmSync(list, { force: true });
+    server.process.kill("SIGUSR2");
+    const text = await waitFor(
+      () => {
+        const written = existsSync(list) ? readFileSync(list, "utf8") : "";
+        return written.endsWith("end\n") ? written : undefined;
+      },
+      5000,
+      "the server's list of built-in modules",
+    );
+    return text.split("\n");
+  };
 
   before(async () => {
     server = await startServer({
@@ -45,6 +60,19 @@ describe("start-up loads only the transport and health", () => {
         false,
         lazy,
       );
+  });
+
+  it("sets its V8 flags and watches garbage collections from the first connection, not before", async () => {
+    const atStart = await builtins();
+    // The list is real: the start path's built-ins are in it.
+    assert.ok(atStart.includes("node:http"));
+    // node:v8 for the flags (server-v8-flags.ts), node:perf_hooks for the young generation's cap.
+    for (const lazy of ["node:v8", "node:perf_hooks"])
+      assert.equal(atStart.includes(lazy), false, `an idle server loaded ${lazy}`);
+    const conn = await RawConnection.open(server, "mock");
+    const afterConnection = await builtins();
+    for (const lazy of ["node:v8", "node:perf_hooks"]) assert.ok(afterConnection.includes(lazy), lazy);
+    await conn.delete();
   });
 
   it("runs a connection's first initialize, session/new and turn without loading zod", async () => {

@@ -94,6 +94,11 @@ export class ConnectionRegistry {
     return conn;
   }
 
+  /** Whether an earlier run left connections in the store for `recover` to bring back. */
+  get hasRecords(): boolean {
+    return this.records.size > 0;
+  }
+
   /**
    * Brings back the connections an earlier run left in a durable store (same ids, same event
    * logs; agents start on first use). Returns how many; a connection whose log is gone is
