@@ -7,10 +7,16 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serverBin, tempDir } from "@sandbox-agent/testkit";
 
-/** User + system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
-export const cpuMs = (pid) => {
+/** User and system CPU time of a process so far, in ms (Linux clock ticks are 10 ms). */
+export const cpuSplitMs = (pid) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
+};
+
+/** User + system CPU time of a process so far, in ms. */
+export const cpuMs = (pid) => {
+  const { user, system } = cpuSplitMs(pid);
+  return user + system;
 };
 
 /** The `p`th percentile of `values`. */

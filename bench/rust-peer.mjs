@@ -8,7 +8,7 @@
 // (default 7, 3 with --quick).
 // --server-args adds node options to the command line of our server and of the floor (for example
 // "--max-semi-space-size=4"). --profile DIR measures nothing else: it CPU-profiles ours and the floor
-// over the first 500 and the next 1,000 turns (the cold and warm rows), writes DIR/KIND-PHASE.cpuprofile
+// over the first 500, the next 1,000 and 1,000 more turns (the cold, warm and steady rows), writes DIR/KIND-PHASE.cpuprofile
 // and prints where each one's main thread spent that time.
 // The Rust binary is a prebuilt executable, so it is never a dependency of this repository:
 // `--install` puts `@sandbox-agent/cli-linux-x64@0.4.2` into bench/.rust-peer/ (gitignored), or
@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { freePort, mockAgentBin, tempDir } from "@sandbox-agent/testkit";
 import {
   cpuMs,
+  cpuSplitMs,
   keepAliveAgent,
   percentile,
   request,
@@ -242,12 +243,20 @@ async function measureRequests(kind, server, phase = (_name, work) => work()) {
   });
   const warmMs = performance.now() - t0;
   const cpuPerRequestUs = ((cpuMs(server.child.pid) - cpu0) * 1000) / WARM_REQUESTS;
+  // The same again once V8's warm-up is over (requests 1,501–2,500), split into user and system time.
+  const steady0 = cpuSplitMs(server.child.pid);
+  await phase("steady", async () => {
+    for (let i = 0; i < WARM_REQUESTS; i++) await prompt("echo ping");
+  });
+  const steady1 = cpuSplitMs(server.child.pid);
   await conn.close();
   return {
     coldP50: percentile(cold, 50),
     coldP99: percentile(cold, 99),
     warmMean: warmMs / WARM_REQUESTS,
     cpuPerRequestUs,
+    steadyUserUs: ((steady1.user - steady0.user) * 1000) / WARM_REQUESTS,
+    steadySystemUs: ((steady1.system - steady0.system) * 1000) / WARM_REQUESTS,
   };
 }
 
@@ -299,7 +308,7 @@ async function profileRequests(dir) {
     const server = await start(kind, undefined, [`--inspect=127.0.0.1:${port}`]);
     const requests = await measureRequests(kind, server, async (name, work) => {
       const profile = await profileWindow(port, work);
-      const turns = name === "cold" ? COLD_REQUESTS : WARM_REQUESTS;
+      const turns = name === "cold" ? COLD_REQUESTS : WARM_REQUESTS; // warm and steady
       console.log(
         `${kind}, ${name} turns:\n${summarize(profile, turns, path.join(dir, `${kind}-${name}.cpuprofile`))}`,
       );
@@ -353,6 +362,10 @@ async function main() {
       coldP99Ms: Number(results[kind].requests.coldP99.toFixed(3)),
       warmMeanMs: Number(results[kind].requests.warmMean.toFixed(3)),
       cpuPerWarmRequestUs: Math.round(results[kind].requests.cpuPerRequestUs),
+      cpuPerSteadyRequestUs: Math.round(
+        results[kind].requests.steadyUserUs + results[kind].requests.steadySystemUs,
+      ),
+      systemCpuPerSteadyRequestUs: Math.round(results[kind].requests.steadySystemUs),
       rss50MiB: mib(results[kind].rss50),
       rss50FreshServerMiB: mib(results[kind].rss50Fresh),
       streamEventsPerSec: Math.round(median(s.map((x) => x.eventsPerSec))),

@@ -9,7 +9,7 @@ import { HEALTH_PATH, healthRoute } from "./control-plane/health.js";
 import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
 import { sendProblem } from "./http/problem.js";
-import { requestUrl, Router, withProblems } from "./http/router.js";
+import { requestPath, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { unavailable } from "./http/unavailable.js";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.js";
@@ -234,10 +234,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let draining = false;
   const inFlight = new InFlight();
   // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = requestUrl(req);
-    if (!checkRequest(req, res, isInspectorPath(url.pathname) ? publicSecurity : security)) return;
-    await router.handle(req, res, url);
+  // Not `async`, nor is `Router.handle` for a loaded route: the handler's promise is the request's only one.
+  const route = (req: IncomingMessage, res: ServerResponse): Promise<void> | void => {
+    const pathname = requestPath(req);
+    if (!checkRequest(req, res, isInspectorPath(pathname) ? publicSecurity : security)) return;
+    return router.handle(req, res, pathname);
   };
   const logFailure = (error: unknown, answering: boolean): void =>
     logger.error(answering ? "request failed while answering it" : "request failed", {

@@ -37,6 +37,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 /** `application/json` with optional parameters, compared case-insensitively. */
 export function isJsonContentType(value: string | undefined): boolean {
+  // What clients send (every ACP message), told without the trim and the pattern.
+  if (value === "application/json") return true;
   return value !== undefined && /^application\/json\s*(;|$)/i.test(value.trim());
 }
 
