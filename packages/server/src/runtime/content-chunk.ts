@@ -53,8 +53,9 @@ export const MAX_TEXT_CHUNK_LINE = 64 * 1024;
 /** Where a text chunk's session id starts. */
 const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'.length;
 
-/** The session id the previous text chunk named, as a string of its own. */
+/** The session id the previous text chunk named, as a string of its own, and it with the quote that ends it. */
 let lastSession = "";
+let lastSessionQuoted = '"';
 
 /**
  * The session id of a text-chunk notification line in canonical form, the line given as a byte
@@ -62,13 +63,16 @@ let lastSession = "";
  */
 export function textChunkSession(line: string): string | undefined {
   if (line.length > MAX_TEXT_CHUNK_LINE || !TEXT_CHUNK_LINE.test(line)) return undefined;
-  // The id is ASCII (the same as bytes or as text) and has no `"` (nor escapes): it ends at the next one.
+  // The id is ASCII (the same as bytes or as text), not empty, and has no `"` (nor escapes): it
+  // ends at the next one, so the previous id and its quote found right where the id starts are
+  // the whole id. One search: `startsWith` at an offset took ~170 ns on these lines, about as long
+  // as the pattern, where `indexOf` takes ~30–80 ns.
+  if (line.indexOf(lastSessionQuoted, SESSION_ID_AT) === SESSION_ID_AT) return lastSession;
   const end = line.indexOf('"', SESSION_ID_AT);
-  if (end - SESSION_ID_AT === lastSession.length && line.startsWith(lastSession, SESSION_ID_AT))
-    return lastSession;
   // Cut from the line it would be a view of it, and the line a view of the agent's whole output
   // chunk (`line-splitter.ts`): kept in a session record, it would keep that chunk alive. The copy
   // is made once for a run of chunks of one session.
   lastSession = ` ${line.slice(SESSION_ID_AT, end)}`.slice(1);
+  lastSessionQuoted = `${lastSession}"`;
   return lastSession;
 }
