@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ConnectionApi } from "../src/runtime/extension.js";
-import { ConnectionState, ConnectionStates, type SavedConnectionState } from "../src/extensions/state.js";
+import {
+  ConnectionState,
+  ConnectionStates,
+  SessionStore,
+  type SavedConnectionState,
+} from "../src/extensions/state.js";
 import { MemoryTables, type StateTable } from "../src/store/tables.js";
 
 /** A connection state whose writes are recorded. */
@@ -119,5 +124,22 @@ describe("connection state persistence: a row is written once per change, never 
     state.unmute("old");
     assert.deepEqual(sets, ["c1"]);
     assert.deepEqual(table.get("c1")?.muted, []);
+  });
+});
+
+describe("session store: the record of the last touched session", () => {
+  it("touch returns each session's own record when sessions alternate, whatever string names them", () => {
+    const store = new SessionStore();
+    // Equal ids as distinct strings, as the text-chunk recogniser hands out a new one per run.
+    const id = (s: string) => ` ${s}`.slice(1);
+    const s1 = store.touch("mock", id("s1"));
+    const s2 = store.touch("mock", id("s2"));
+    assert.notEqual(s1, s2);
+    const ids = ["s1", "s1", "s2", "s1", "s2", "s2"].map(id);
+    for (const sessionId of ids) store.touch("mock", sessionId).eventCount++;
+    assert.equal(s1.eventCount, 3);
+    assert.equal(s2.eventCount, 3);
+    assert.equal(store.touch("other", id("s1")).agentId, "other");
+    assert.equal(store.touch("mock", "s1"), s1);
   });
 });

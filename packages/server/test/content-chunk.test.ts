@@ -103,6 +103,12 @@ describe("text chunk recognition on the agent's bytes", () => {
     assert.equal(recognised(chunk("b", KINDS[1], "run-1")), first);
     assert.equal(recognised(chunk("c", KINDS[0], "run-2")), "run-2");
     assert.equal(recognised(chunk("d", KINDS[0], "run-")), "run-");
+    assert.equal(recognised(chunk("e", KINDS[0], "run-1")), "run-1");
+    // The previous id followed by a quote further along the line (here a key's value) is not the id.
+    assert.equal(recognised(chunk("f", KINDS[0], "agent_message_chunk")), "agent_message_chunk");
+    assert.equal(recognised(chunk("g", KINDS[0], "s")), "s");
+    assert.equal(recognised(chunk("h", KINDS[0], "text")), "text");
+    assert.equal(recognised(chunk('"text"', KINDS[0], "tex")), "tex");
   });
 
   it("leaves every other line to JSON.parse", () => {

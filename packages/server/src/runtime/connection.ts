@@ -190,6 +190,11 @@ export class Connection implements ConnectionApi {
   readonly whenClosed = new Promise<void>((resolve) => (this.markClosed = resolve));
   /** Whether text chunks may skip JSON.parse: no extension needs them parsed. */
   private readonly textChunkFastPath: boolean;
+  /**
+   * The extensions that see text chunks, found once: looking `agentTextChunk` up on every
+   * extension for every chunk was a property load on objects of as many shapes.
+   */
+  private readonly textChunkHooks: Array<Required<Pick<ConnectionExtension, "agentTextChunk">>>;
 
   constructor(private readonly options: ConnectionOptions) {
     this.id = options.id;
@@ -197,6 +202,10 @@ export class Connection implements ConnectionApi {
     this.agentId = options.launch?.agent.id ?? options.recovered!.record.agentId;
     this.createdAt = options.recovered?.record.createdAt ?? new Date().toISOString();
     this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
+    this.textChunkHooks = options.extensions.filter(
+      (e): e is ConnectionExtension & Required<Pick<ConnectionExtension, "agentTextChunk">> =>
+        e.agentTextChunk !== undefined,
+    );
     const { limits } = options;
     this.outbound = new Outbound(new EventLog(options.log), {
       maxBufferedBytes: limits.maxBufferedBytes,
@@ -821,10 +830,10 @@ export class Connection implements ConnectionApi {
   private onAgentLine(bytes: string): void {
     const chunkSession = this.textChunkFastPath ? textChunkSession(bytes) : undefined;
     if (chunkSession !== undefined) {
-      if (this.reattaching.has(chunkSession)) return;
+      if (this.reattaching.size > 0 && this.reattaching.has(chunkSession)) return;
       let dropped = false;
-      for (const ext of this.options.extensions)
-        dropped = ext.agentTextChunk?.(chunkSession, this) === true || dropped;
+      for (const ext of this.textChunkHooks)
+        dropped = ext.agentTextChunk(chunkSession, this) === true || dropped;
       // Valid UTF-8 on one line, as re-encoding the message would give it: the agent's bytes go in.
       if (!dropped) this.append(bytes, "latin1");
       return;

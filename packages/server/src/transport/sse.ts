@@ -133,13 +133,22 @@ function framed(idStart: string, batch: EventBatch): Buffer {
   const longestFields = idStart.length + String(batch.first + count - 1).length + DATA_FIELD.length;
   const out = Buffer.allocUnsafe(batch.bytes + count * (longestFields + 2));
   let at = 0;
+  // A batch's events are mostly in one or two buffers: their `buffer` and `byteOffset` are read
+  // once each (the `buffer` getter is a call into the runtime, not an inlined load).
+  let buf: Buffer | undefined;
+  let arrayBuffer: ArrayBufferLike = out.buffer;
+  let offset = 0;
   for (let i = 0; i < count; i++) {
     for (let j = 0; j < fields.length; j++) out[at + j] = fields[j]!;
     at += fields.length;
-    const buf = buffers[i]!;
+    if (buffers[i] !== buf) {
+      buf = buffers[i]!;
+      arrayBuffer = buf.buffer;
+      offset = buf.byteOffset;
+    }
     const start = starts[i]!;
     const length = ends[i]! - start;
-    out.set(new Uint8Array(buf.buffer, buf.byteOffset + start, length), at);
+    out.set(new Uint8Array(arrayBuffer, offset + start, length), at);
     at += length;
     out[at++] = NEWLINE;
     out[at++] = NEWLINE;
