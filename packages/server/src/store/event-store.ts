@@ -10,11 +10,13 @@ import path from "node:path";
 import { ByteWindow, type EventBatch, type EventEncoding, type WindowLimits } from "./byte-window.js";
 import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
+import { RequestJournal, type RequestId } from "./request-journal.js";
 
 export type { EventBatch, EventEncoding, WindowLimits } from "./byte-window.js";
 export { CorruptLogError } from "./segments.js";
 export type { Repair } from "./segments.js";
 export type { StateTable } from "./tables.js";
+export type { RequestId } from "./request-journal.js";
 
 /** The event log's settings (config file `eventLog`). */
 export interface EventLogOptions extends SegmentLimits {
@@ -76,6 +78,19 @@ export interface ConnectionLog {
   hold(seq: number): void;
   /** Forgets every event up to `seq` (they were found unreadable). */
   dropThrough(seq: number): void;
+  /**
+   * Records client request `id` as in flight, so that a restart finds it unanswered and answers it
+   * (on disk: one line appended to the connection's `requests.journal`, see `RequestJournal`);
+   * returns why it could not be recorded (ENOSPC…), in which case it must not run.
+   */
+  recordRequest(id: RequestId): Error | undefined;
+  /**
+   * Request `id` was answered by an event appended at or before `seq`: it is taken out of the
+   * record once that event is durable (so a crash before it is answers it still).
+   */
+  settleRequest(id: RequestId, seq: number): void;
+  /** The requests an earlier run left in flight (`openLog`): the restart answers them. */
+  unansweredRequests(): RequestId[];
   /** Releases the log's file (shutdown); it is kept. */
   close(): void;
   /** Deletes the log. */
@@ -158,6 +173,12 @@ class MemoryLog implements ConnectionLog {
   }
 
   dropThrough(): void {}
+  // Nothing outlives the process: there is nothing to record.
+  recordRequest(): undefined {}
+  settleRequest(): void {}
+  unansweredRequests(): RequestId[] {
+    return [];
+  }
   close(): void {}
   remove(): void {}
 }
@@ -211,19 +232,23 @@ class DiskStore implements EventStore {
   }
 
   createLog(connectionId: string, window: WindowLimits): ConnectionLog {
-    const files = SegmentFiles.create(this.logDir(connectionId), 1, this.options, this.options.fsync);
-    return this.track(new DiskLog(this, connectionId, files, this.cache(window)));
+    const dir = this.logDir(connectionId);
+    const files = SegmentFiles.create(dir, 1, this.options, this.options.fsync);
+    const requests = RequestJournal.create(dir, this.options.fsync);
+    return this.track(new DiskLog(this, connectionId, files, requests, this.cache(window)));
   }
 
   openLog(connectionId: string, window: WindowLimits) {
     const mark = this.tails.get(connectionId);
-    const opened = SegmentFiles.open(this.logDir(connectionId), this.options, this.options.fsync, mark);
+    const dir = this.logDir(connectionId);
+    const opened = SegmentFiles.open(dir, this.options, this.options.fsync, mark);
     if (!opened) {
       this.tails.delete(connectionId);
       return undefined;
     }
     opened.files.retain(Date.now());
-    const log = new DiskLog(this, connectionId, opened.files, this.cache(window));
+    const requests = RequestJournal.open(dir, this.options.fsync);
+    const log = new DiskLog(this, connectionId, opened.files, requests, this.cache(window));
     return { log: this.track(log), repair: opened.repair };
   }
 
@@ -237,7 +262,11 @@ class DiskStore implements EventStore {
     clearTimeout(this.syncTimer);
     for (const log of this.logs) {
       log.commit();
-      if (this.options.fsync) for (const fd of log.files.syncTargets().fds) syncQuietly(fd);
+      if (this.options.fsync) {
+        for (const fd of log.files.syncTargets().fds) syncQuietly(fd);
+        const journal = log.requests.takeUnsynced();
+        if (journal !== undefined) syncQuietly(journal);
+      }
       log.close();
     }
     this.tables.close();
@@ -251,6 +280,13 @@ class DiskStore implements EventStore {
   /** @internal A log wrote events: deliver them now, or after the next group commit. */
   written(log: DiskLog): void {
     if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
+    this.unsynced.add(log);
+    this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+  }
+
+  /** @internal With fsync the request journal's new line is synced by the next group commit. */
+  requestRecorded(log: DiskLog): void {
+    if (!this.options.fsync) return;
     this.unsynced.add(log);
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
   }
@@ -310,6 +346,7 @@ class DiskStore implements EventStore {
     for (const log of this.logs) {
       if (log.failure !== undefined) log.commit();
       log.retain(now);
+      log.requests.checkpoint();
     }
   }
 
@@ -328,14 +365,16 @@ class DiskStore implements EventStore {
       seq: log.writtenSeq,
       mark: log.files.tail(),
       targets: log.files.syncTargets(),
+      journal: log.requests.takeUnsynced(),
     }));
-    const journal = this.tables.takeUnsynced();
+    const index = this.tables.takeUnsynced();
     const syncs: Array<Promise<void>> = [];
-    for (const { log, targets } of batches) {
+    for (const { log, targets, journal } of batches) {
       for (const fd of targets.fds) syncs.push(fdatasync(fd));
+      if (journal !== undefined) syncs.push(fdatasync(journal));
       if (targets.dir) syncs.push(syncDirectory(log.files.dir), syncDirectory(this.dir));
     }
-    if (journal !== undefined) syncs.push(fdatasync(journal));
+    if (index !== undefined) syncs.push(fdatasync(index));
     const results = await Promise.allSettled(syncs);
     for (const result of results)
       if (result.status === "rejected")
@@ -359,11 +398,14 @@ class DiskLog implements ConnectionLog {
   onDurable: (() => void) | undefined;
   /** With fsync, where the last segment stood at the newest group commit (without, the checkpoint reads it). */
   mark: TailMark | undefined;
+  /** Requests answered by events not yet durable, oldest first: settled once they are. */
+  private settling: Array<{ id: RequestId; seq: number }> = [];
 
   constructor(
     private readonly store: DiskStore,
     readonly id: string,
     readonly files: SegmentFiles,
+    readonly requests: RequestJournal,
     limits: WindowLimits,
   ) {
     this.window = new ByteWindow(limits, files.nextSeq, true);
@@ -412,7 +454,30 @@ class DiskLog implements ConnectionLog {
     this.store.marked(this);
     if (seq <= this.durable) return;
     this.durable = seq;
+    if (this.settling.length > 0) this.settleDurable();
     this.onDurable?.();
+  }
+
+  recordRequest(id: RequestId): Error | undefined {
+    const failure = this.requests.add(id);
+    if (failure === undefined) this.store.requestRecorded(this);
+    return failure;
+  }
+
+  settleRequest(id: RequestId, seq: number): void {
+    if (seq <= this.durable && this.settling.length === 0) this.requests.remove(id);
+    else this.settling.push({ id, seq });
+  }
+
+  unansweredRequests(): RequestId[] {
+    return this.requests.requests();
+  }
+
+  private settleDurable(): void {
+    let done = 0;
+    while (done < this.settling.length && this.settling[done]!.seq <= this.durable)
+      this.requests.remove(this.settling[done++]!.id);
+    this.settling.splice(0, done);
   }
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
@@ -440,11 +505,13 @@ class DiskLog implements ConnectionLog {
     // What is left is whole: the next start reads none of it.
     this.store.closed(this);
     this.files.close();
+    this.requests.close();
   }
 
   remove(): void {
     this.store.forget(this);
     this.store.unmark(this);
+    this.requests.close();
     this.files.remove();
   }
 }
