@@ -25,6 +25,7 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
+  openRequests,
   seqOf,
   serve,
   setup,
@@ -245,14 +246,11 @@ describe("durable connections: damage to the event log", () => {
         // Its one answer is the second attempt's: the first one never reached the agent.
         assert.equal(sse.messages().filter((m) => m.id === refused.id).length, 1);
         const journal = path.join(inside, conn.id, "requests.journal");
-        const open = () => {
-          const ids = new Set<string>();
-          for (const line of readFileSync(journal, "utf8").split("\n"))
-            if (line.startsWith("+")) ids.add(line.slice(1));
-            else if (line.startsWith("-")) ids.delete(line.slice(1));
-          return ids.size;
-        };
-        await waitFor(() => open() === 0, 10_000, "every request settled in the journal");
+        await waitFor(
+          () => openRequests(journal).length === 0,
+          10_000,
+          "every request settled in the journal",
+        );
       } finally {
         await server.stop();
       }

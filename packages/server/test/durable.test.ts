@@ -10,6 +10,7 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
+  openRequests,
   type Restartable,
   seqOf,
   serve,
@@ -108,7 +109,7 @@ describe("durable connections: the event log survives a server restart", () => {
         .slice(lines - 1, -1);
       assert.equal(added.length, 40, added.join("\n"));
       assert.deepEqual(
-        added.filter((l) => l.startsWith("+")).map((l) => l.slice(1)),
+        added.filter((l) => l.startsWith("+")).map((l) => l.slice(l.indexOf(" ") + 1)),
         added.filter((l) => l.startsWith("-")).map((l) => l.slice(1)),
       );
       // The 202 is sent once the request is recorded, without waiting for an answer: a kill the
@@ -130,14 +131,8 @@ describe("durable connections: the event log survives a server restart", () => {
         assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
       }
       // Each answered once: the journal let go of them once their errors were written.
-      const open = () => {
-        const ids = new Set<string>();
-        for (const line of requests().split("\n"))
-          if (line.startsWith("+")) ids.add(line.slice(1));
-          else if (line.startsWith("-")) ids.delete(line.slice(1));
-        return [...ids];
-      };
-      await waitFor(() => open().length === 0, 5000, `no request left open: ${open().join(", ")}`);
+      const journal = path.join(logDir, conn.id, "requests.journal");
+      await waitFor(() => openRequests(journal).length === 0, 5000, "no request left open");
       const answers = delivered(rest.events).filter((e) => ids.some((id) => e.data.includes(`"id":${id},`)));
       assert.equal(answers.length, ids.length);
       // The connection goes on.

@@ -8,6 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ByteWindow, type EventBatch, type EventEncoding, type WindowLimits } from "./byte-window.js";
+import { batchLength } from "./event-batch.js";
 import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
 import { RequestJournal, type RequestId } from "./request-journal.js";
@@ -248,6 +249,7 @@ class DiskStore implements EventStore {
     }
     opened.files.retain(Date.now());
     const requests = RequestJournal.open(dir, this.options.fsync);
+    if (requests.size > 0) settleLogged(opened.files, requests, scanStart(opened.files, mark));
     const log = new DiskLog(this, connectionId, opened.files, requests, this.cache(window));
     return { log: this.track(log), repair: opened.repair };
   }
@@ -459,7 +461,7 @@ class DiskLog implements ConnectionLog {
   }
 
   recordRequest(id: RequestId): Error | undefined {
-    const failure = this.requests.add(id);
+    const failure = this.requests.add(id, this.window.nextSeq);
     if (failure === undefined) this.store.requestRecorded(this);
     return failure;
   }
@@ -470,7 +472,7 @@ class DiskLog implements ConnectionLog {
   }
 
   unansweredRequests(): RequestId[] {
-    return this.requests.requests();
+    return this.requests.requests().map((r) => r.id);
   }
 
   private settleDurable(): void {
@@ -513,6 +515,58 @@ class DiskLog implements ConnectionLog {
     this.store.unmark(this);
     this.requests.close();
     this.files.remove();
+  }
+}
+
+/**
+ * Where the events written since the log was last known whole begin: the tail mark's seq when it
+ * fits the last segment, else the last segment's first seq.
+ */
+function scanStart(files: SegmentFiles, mark: TailMark | undefined): number {
+  const tail = files.tail();
+  return mark !== undefined && mark.first === tail.first && mark.next <= tail.next ? mark.next : tail.first;
+}
+
+/**
+ * Takes out of the journal the requests it leaves open whose answer is in the log all the same: a
+ * crash between the answer's write and the journal's `-` line (the next `write`, in the same turn)
+ * leaves one, and without this the restart would answer it a second time (`server_restarted`).
+ * Such an answer is among the events written after the tail mark (the line follows the answer's
+ * write at once, and the mark is taken at a checkpoint, a turn of its own), so only those are read
+ * (about a second of output at most), and only when a request is open. An answer counts only
+ * from the seq its request was recorded at: a client may reuse the id of a request answered before.
+ */
+function settleLogged(files: SegmentFiles, requests: RequestJournal, from: number): void {
+  const open = new Map(requests.requests().map((r) => [JSON.stringify(r.id), r]));
+  const through = files.nextSeq - 1;
+  try {
+    for (let cursor = from - 1; cursor < through && open.size > 0;) {
+      const batch = files.read(cursor, 1024 * 1024, through);
+      if (batch === undefined) return;
+      for (let i = 0; i < batchLength(batch); i++) {
+        const text = batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]);
+        if (!text.includes('"id"')) continue;
+        const id = responseIdOf(text);
+        const request = id === undefined ? undefined : open.get(JSON.stringify(id));
+        if (request === undefined || batch.first + i < request.since) continue;
+        open.delete(JSON.stringify(id));
+        requests.remove(request.id);
+      }
+      cursor = batch.first + batchLength(batch) - 1;
+    }
+  } catch {
+    // A segment that cannot be read: what it held is reported by the read that reaches it.
+  }
+}
+
+/** The id of a JSON-RPC response, if the event is one. */
+function responseIdOf(text: string): RequestId | undefined {
+  try {
+    const message = JSON.parse(text) as { id?: unknown; method?: unknown };
+    if (message.method !== undefined) return undefined;
+    return typeof message.id === "string" || typeof message.id === "number" ? message.id : undefined;
+  } catch {
+    return undefined;
   }
 }
 

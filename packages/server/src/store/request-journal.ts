@@ -4,6 +4,13 @@ import path from "node:path";
 /** A client request's id as JSON-RPC has it: kept apart by type (`1` is not `"1"`). */
 export type RequestId = string | number;
 
+/** A request in flight: its id, and the seq the connection's next event had when it was recorded. */
+export interface OpenRequest {
+  id: RequestId;
+  /** Its answer can only be an event from this seq on. */
+  since: number;
+}
+
 const FILE = "requests.journal";
 const NEWLINE = 0x0a;
 const PLUS = 0x2b;
@@ -12,8 +19,9 @@ const COMPACT_BYTES = 64 * 1024;
 
 /**
  * The client requests of one connection that a restart must answer, in `requests.journal` beside
- * its segments: one line per change, `+<id JSON>` when a request is accepted (before it runs and
- * before the client is told so), `-<id JSON>` once its answer is in the event log. Each is one
+ * its segments: one line per change, `+<seq> <id JSON>` when a request is accepted (before it runs
+ * and before the client is told so; `seq` is the log's next event then), `-<id JSON>` once its
+ * answer is in the event log. Each is one
  * `write` of a few bytes to the page cache (~2–5 µs), so every request is recorded before its
  * acknowledgement at no measurable cost, where the index's connection record (a JSON line of the
  * whole record, and a snapshot with `fdatasync` every few thousand) was too costly to write twice
@@ -25,7 +33,7 @@ export class RequestJournal {
   private fd: number | undefined;
   private bytes: number;
   /** Open requests by their id's JSON text. */
-  private readonly open = new Map<string, RequestId>();
+  private readonly open = new Map<string, OpenRequest>();
   /**
    * The file may not match `open` (a `-` line could not be written, or a write was cut and could
    * not be cut back): it is rewritten before the next `+`, and at each checkpoint until it is.
@@ -61,9 +69,12 @@ export class RequestJournal {
     for (let start = 0; start < buf.length;) {
       const end = buf.indexOf(NEWLINE, start);
       if (end === -1) break; // a line cut short by a crash: that write never completed
-      const key = buf.toString("utf8", start + 1, end);
-      if (buf[start] === PLUS) journal.open.set(key, parseId(key));
-      else journal.open.delete(key);
+      const line = buf.toString("utf8", start + 1, end);
+      if (buf[start] === PLUS) {
+        const space = line.indexOf(" ");
+        const key = line.slice(space + 1);
+        journal.open.set(key, { id: parseId(key), since: Number(line.slice(0, space)) || 1 });
+      } else journal.open.delete(line);
       good = start = end + 1;
     }
     if (good < buf.length) {
@@ -74,19 +85,23 @@ export class RequestJournal {
   }
 
   /** The requests left open (accepted and not answered), oldest first. */
-  requests(): RequestId[] {
+  requests(): OpenRequest[] {
     return [...this.open.values()];
+  }
+
+  get size(): number {
+    return this.open.size;
   }
 
   /**
    * Records request `id` as open; returns why it could not be written (ENOSPC…), in which case it
    * is not recorded and must not run.
    */
-  add(id: RequestId): Error | undefined {
+  add(id: RequestId, since: number): Error | undefined {
     const key = JSON.stringify(id);
     if (this.stale !== undefined && !this.rewrite()) return this.stale;
-    const failure = this.append(`+${key}\n`);
-    if (failure === undefined) this.open.set(key, id);
+    const failure = this.append(`+${since} ${key}\n`);
+    if (failure === undefined) this.open.set(key, { id, since });
     return failure;
   }
 
@@ -146,7 +161,7 @@ export class RequestJournal {
   private rewrite(): boolean {
     const tmp = `${this.file}.tmp`;
     let text = "";
-    for (const key of this.open.keys()) text += `+${key}\n`;
+    for (const [key, { since }] of this.open) text += `+${since} ${key}\n`;
     let fd: number | undefined;
     try {
       fd = fs.openSync(tmp, "w");
