@@ -51,6 +51,25 @@ async function ended(sse: SseReader, server: RunningServer): Promise<void> {
   });
 }
 
+/**
+ * Runs `test` against a server whose event log is on a 1 MiB tmpfs only the server (in its own
+ * mount namespace) sees; the test reaches it at `inside` (through /proc/<pid>/root).
+ */
+async function withSmallDisk(test: (server: RunningServer, inside: string) => Promise<void>): Promise<void> {
+  const s = setup();
+  const logDir = path.join(s.dataDir, "event-log");
+  mkdirSync(logDir, { recursive: true });
+  s.wrapper = smallDiskWrapper(logDir, "1m");
+  const server = await serve(s);
+  try {
+    const inside = path.join(`/proc/${server.process.pid}/root`, logDir);
+    assert.equal(statSync(inside).isDirectory(), true);
+    await test(server, inside);
+  } finally {
+    await server.stop();
+  }
+}
+
 const firstSeqOf = (file: string) => Number(path.basename(file).slice(0, 16));
 
 describe("durable connections: damage to the event log", () => {
@@ -143,16 +162,7 @@ describe("durable connections: damage to the event log", () => {
     "disk full (ENOSPC): a clear error in the log, events held not lost, what was written intact; writing resumes once there is room",
     { skip: needService("mount namespaces", mountNamespaceMissing()) },
     async () => {
-      const s = setup();
-      const logDir = path.join(s.dataDir, "event-log");
-      mkdirSync(logDir, { recursive: true });
-      // The event log on a 1 MiB tmpfs only the server (in its own mount namespace) sees; the test
-      // reaches it through /proc/<pid>/root.
-      s.wrapper = smallDiskWrapper(logDir, "1m");
-      const server = await serve(s);
-      try {
-        const inside = path.join(`/proc/${server.process.pid}/root`, logDir);
-        assert.equal(statSync(inside).isDirectory(), true);
+      await withSmallDisk(async (server, inside) => {
         const { conn, sse, sessionId } = await openSession(server);
         // Leave about 100 KiB: a 3,000-chunk turn (about 500 KiB of events) does not fit.
         const filler = path.join(inside, "filler");
@@ -179,9 +189,7 @@ describe("durable connections: damage to the event log", () => {
         const all = delivered(replay.events);
         assertConsecutive(all, epoch, 1);
         assert.equal(assertChunksInOrder(all.map((e) => JSON.parse(e.data) as RpcMessage)), 3000);
-      } finally {
-        await server.stop();
-      }
+      });
     },
   );
 
@@ -189,14 +197,8 @@ describe("durable connections: damage to the event log", () => {
     "disk full (ENOSPC) when a request is POSTed: it is refused with 503 not_recorded and never runs; sent again once there is room, it runs once",
     { skip: needService("mount namespaces", mountNamespaceMissing()) },
     async () => {
-      const s = setup();
-      const logDir = path.join(s.dataDir, "event-log");
-      mkdirSync(logDir, { recursive: true });
-      s.wrapper = smallDiskWrapper(logDir, "1m");
-      const server = await serve(s);
-      try {
+      await withSmallDisk(async (server, inside) => {
         const { conn, sse, sessionId } = await openSession(server);
-        const inside = path.join(`/proc/${server.process.pid}/root`, logDir);
         // Every page of the tmpfs taken: a write needing one more fails.
         const filler = path.join(inside, "filler");
         const fd = openSync(filler, "w");
@@ -251,9 +253,7 @@ describe("durable connections: damage to the event log", () => {
           10_000,
           "every request settled in the journal",
         );
-      } finally {
-        await server.stop();
-      }
+      });
     },
   );
 
