@@ -286,8 +286,8 @@ class DiskStore implements EventStore {
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
   }
 
-  /** @internal With fsync the request journal's new line is synced by the next group commit. */
-  requestRecorded(log: DiskLog): void {
+  /** @internal With fsync the request journal's new lines are synced by the next group commit. */
+  journalWritten(log: DiskLog): void {
     if (!this.options.fsync) return;
     this.unsynced.add(log);
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
@@ -462,13 +462,14 @@ class DiskLog implements ConnectionLog {
 
   recordRequest(id: RequestId): Error | undefined {
     const failure = this.requests.add(id, this.window.nextSeq);
-    if (failure === undefined) this.store.requestRecorded(this);
+    if (failure === undefined) this.store.journalWritten(this);
     return failure;
   }
 
   settleRequest(id: RequestId, seq: number): void {
-    if (seq <= this.durable && this.settling.length === 0) this.requests.remove(id);
-    else this.settling.push({ id, seq });
+    if (seq > this.durable || this.settling.length > 0) return void this.settling.push({ id, seq });
+    this.requests.remove(id);
+    this.store.journalWritten(this);
   }
 
   unansweredRequests(): RequestId[] {
@@ -480,6 +481,7 @@ class DiskLog implements ConnectionLog {
     while (done < this.settling.length && this.settling[done]!.seq <= this.durable)
       this.requests.remove(this.settling[done++]!.id);
     this.settling.splice(0, done);
+    if (done > 0) this.store.journalWritten(this);
   }
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
