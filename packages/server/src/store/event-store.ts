@@ -294,6 +294,14 @@ class DiskStore implements EventStore {
   }
 
   /** @internal */
+  journalFailed(log: DiskLog, error: Error): void {
+    this.report("cannot write the request journal; the connection's requests are refused until it can be", {
+      dir: log.files.dir,
+      error: String(error),
+    });
+  }
+
+  /** @internal */
   failed(log: DiskLog, error: Error): void {
     this.report("cannot write the event log; the connection's output is held until it can be written", {
       dir: log.files.dir,
@@ -400,6 +408,8 @@ class DiskLog implements ConnectionLog {
   onDurable: (() => void) | undefined;
   /** With fsync, where the last segment stood at the newest group commit (without, the checkpoint reads it). */
   mark: TailMark | undefined;
+  /** Set while requests are refused because the journal cannot be written (reported once). */
+  private refusing = false;
   /** Requests answered by events not yet durable, oldest first: settled once they are. */
   private settling: Array<{ id: RequestId; seq: number }> = [];
 
@@ -462,7 +472,13 @@ class DiskLog implements ConnectionLog {
 
   recordRequest(id: RequestId): Error | undefined {
     const failure = this.requests.add(id, this.window.nextSeq);
-    if (failure === undefined) this.store.journalWritten(this);
+    if (failure === undefined) {
+      this.refusing = false;
+      this.store.journalWritten(this);
+    } else if (!this.refusing) {
+      this.refusing = true;
+      this.store.journalFailed(this, failure);
+    }
     return failure;
   }
 
