@@ -4,7 +4,7 @@
  * processes, real sockets, the mock agent logging every line it reads (`--stdin-log`).
  */
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { mockAgentCommand } from "@sandbox-agent/mock-agent";
@@ -60,19 +60,23 @@ async function agentPid(server: RunningServer): Promise<number> {
   return pid!;
 }
 
-/** The requests in flight the connection record on disk holds (the index journal's last record of it). */
-function recordedPending(dataDir: string): unknown[] {
-  let journal = "";
-  try {
-    journal = readFileSync(path.join(dataDir, "event-log", "index.journal"), "utf8");
-  } catch {
-    return [];
+/** The requests in flight the connections' request journals on disk hold open. */
+function recordedPending(dataDir: string): string[] {
+  const dir = path.join(dataDir, "event-log");
+  const open = new Set<string>();
+  for (const name of readdirSync(dir)) {
+    let journal = "";
+    try {
+      journal = readFileSync(path.join(dir, name, "requests.journal"), "utf8");
+    } catch {
+      continue;
+    }
+    // `+<seq> <id>` records a request in flight, `-<id>` its answer.
+    for (const line of journal.split("\n"))
+      if (line.startsWith("+")) open.add(line.slice(line.indexOf(" ") + 1));
+      else if (line.startsWith("-")) open.delete(line.slice(1));
   }
-  const records = journal
-    .split("\n")
-    .filter((line) => line.startsWith('["connections"'))
-    .map((line) => JSON.parse(line) as [string, string, { pending?: unknown[] }?]);
-  return records.at(-1)?.[2]?.pending ?? [];
+  return [...open];
 }
 
 /** Texts whose bytes `ws` has handed to the kernel (its send callback), on any socket. */
@@ -274,21 +278,22 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
       const client = connect(server.baseUrl);
       try {
         await client.initialize(initParams());
-        await client.newSession({ cwd: "/tmp", mcpServers: [] });
+        // Filled before the connection's first request: its request journal has no page to write in.
         const filler = path.join(`/proc/${server.process.pid}/root`, logDir, "filler");
         try {
           writeFileSync(filler, Buffer.alloc(1024 * 1024));
         } catch (error) {
           assert.equal((error as NodeJS.ErrnoException).code, "ENOSPC");
         }
-        // Requests until one cannot be recorded (the index's last page may take a few more).
+        // Requests until one cannot be recorded.
         const accepted: Promise<unknown>[] = [];
         let refused: Promise<RpcFailure> | undefined;
         let marker = "";
         for (let i = 1; i <= 20 && refused === undefined; i++) {
           marker = `probe-${i}-`;
           const call = client.newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: marker } });
-          const failed = /cannot write the event log index/;
+          call.catch(() => undefined); // refused before it is awaited: not an unhandled rejection
+          const failed = /cannot write the request journal/;
           await waitFor(
             () => agentRead(stdinLog, marker).length === 1 || failed.test(server.logs()),
             10_000,
@@ -308,7 +313,7 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
         assert.match(error.message, /send it again/);
         await Promise.all(accepted);
         assert.equal(agentRead(stdinLog, marker).length, 0, "the refused request never reached the agent");
-        // Sent again, it runs: at once, or after the index is written again (within a second).
+        // Sent again, it runs: the journal is written to again as soon as there is room.
         let ran = false;
         await waitFor(
           async () => {

@@ -1,5 +1,15 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import {
@@ -15,6 +25,7 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
+  openRequests,
   seqOf,
   serve,
   setup,
@@ -38,6 +49,25 @@ async function ended(sse: SseReader, server: RunningServer): Promise<void> {
   await waitFor(() => done, 20_000, "the end of the stream").catch((error: Error) => {
     throw new Error(`${error.message}; got ${delivered(sse.events).length} events\n${server.logs()}`);
   });
+}
+
+/**
+ * Runs `test` against a server whose event log is on a 1 MiB tmpfs only the server (in its own
+ * mount namespace) sees; the test reaches it at `inside` (through /proc/<pid>/root).
+ */
+async function withSmallDisk(test: (server: RunningServer, inside: string) => Promise<void>): Promise<void> {
+  const s = setup();
+  const logDir = path.join(s.dataDir, "event-log");
+  mkdirSync(logDir, { recursive: true });
+  s.wrapper = smallDiskWrapper(logDir, "1m");
+  const server = await serve(s);
+  try {
+    const inside = path.join(`/proc/${server.process.pid}/root`, logDir);
+    assert.equal(statSync(inside).isDirectory(), true);
+    await test(server, inside);
+  } finally {
+    await server.stop();
+  }
 }
 
 const firstSeqOf = (file: string) => Number(path.basename(file).slice(0, 16));
@@ -132,16 +162,7 @@ describe("durable connections: damage to the event log", () => {
     "disk full (ENOSPC): a clear error in the log, events held not lost, what was written intact; writing resumes once there is room",
     { skip: needService("mount namespaces", mountNamespaceMissing()) },
     async () => {
-      const s = setup();
-      const logDir = path.join(s.dataDir, "event-log");
-      mkdirSync(logDir, { recursive: true });
-      // The event log on a 1 MiB tmpfs only the server (in its own mount namespace) sees; the test
-      // reaches it through /proc/<pid>/root.
-      s.wrapper = smallDiskWrapper(logDir, "1m");
-      const server = await serve(s);
-      try {
-        const inside = path.join(`/proc/${server.process.pid}/root`, logDir);
-        assert.equal(statSync(inside).isDirectory(), true);
+      await withSmallDisk(async (server, inside) => {
         const { conn, sse, sessionId } = await openSession(server);
         // Leave about 100 KiB: a 3,000-chunk turn (about 500 KiB of events) does not fit.
         const filler = path.join(inside, "filler");
@@ -168,9 +189,71 @@ describe("durable connections: damage to the event log", () => {
         const all = delivered(replay.events);
         assertConsecutive(all, epoch, 1);
         assert.equal(assertChunksInOrder(all.map((e) => JSON.parse(e.data) as RpcMessage)), 3000);
-      } finally {
-        await server.stop();
-      }
+      });
+    },
+  );
+
+  it(
+    "disk full (ENOSPC) when a request is POSTed: it is refused with 503 not_recorded and never runs; sent again once there is room, it runs once",
+    { skip: needService("mount namespaces", mountNamespaceMissing()) },
+    async () => {
+      await withSmallDisk(async (server, inside) => {
+        const { conn, sse, sessionId } = await openSession(server);
+        // Every page of the tmpfs taken: a write needing one more fails.
+        const filler = path.join(inside, "filler");
+        const fd = openSync(filler, "w");
+        try {
+          for (;;) writeSync(fd, Buffer.alloc(4096));
+        } catch (error) {
+          assert.equal((error as NodeJS.ErrnoException).code, "ENOSPC");
+        } finally {
+          closeSync(fd);
+        }
+        // Long ids fill the request journal's last page within a few requests.
+        const message = (i: number) => ({
+          jsonrpc: "2.0",
+          id: `${"r".repeat(900)}-${i}`,
+          method: "session/prompt",
+          params: { sessionId, prompt: [{ type: "text", text: `echo run-${i}` }] },
+        });
+        const accepted: string[] = [];
+        let refused: ReturnType<typeof message> | undefined;
+        for (let i = 0; i < 40 && refused === undefined; i++) {
+          const response = await conn.post(message(i));
+          if (response.status === 202) accepted.push(message(i).id);
+          else {
+            assert.equal(response.status, 503, await response.clone().text());
+            const problem = (await response.json()) as {
+              reason: string;
+              reachedAgent: boolean;
+              error: string;
+            };
+            assert.equal(problem.reason, "not_recorded");
+            assert.equal(problem.reachedAgent, false);
+            assert.match(problem.error, /ENOSPC|short write/);
+            refused = message(i);
+          }
+        }
+        assert.ok(refused, "no request was refused");
+        // Room again: the refused request was never in flight, so it may be sent again under its id.
+        rmSync(filler);
+        const again = await conn.post(refused);
+        assert.equal(again.status, 202, await again.text());
+        for (const id of [...accepted, refused.id])
+          await waitFor(
+            () => sse.messages().some((m) => m.id === id),
+            30_000,
+            `the answer to ${id.slice(-4)}`,
+          );
+        // Its one answer is the second attempt's: the first one never reached the agent.
+        assert.equal(sse.messages().filter((m) => m.id === refused.id).length, 1);
+        const journal = path.join(inside, conn.id, "requests.journal");
+        await waitFor(
+          () => openRequests(journal).length === 0,
+          10_000,
+          "every request settled in the journal",
+        );
+      });
     },
   );
 

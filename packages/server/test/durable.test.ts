@@ -10,6 +10,7 @@ import {
   assertConsecutive,
   delivered,
   epochOf,
+  openRequests,
   type Restartable,
   seqOf,
   serve,
@@ -87,32 +88,61 @@ describe("durable connections: the event log survives a server restart", () => {
     });
   });
 
-  it("a request acknowledged (202) and killed before any output: answered with server_restarted; quick answers write no index line", async () => {
-    // A grace no echo exceeds, even on a busy machine; the silent request's 202 comes after it.
-    const s = setup({ config: { limits: { acceptGraceMs: 1000 } } });
-    await withRestarts(s, async (run) => {
-      const { conn, sse, sessionId } = await openSession(run.server);
-      // Answered within the acknowledgement's grace: neither its arrival nor its answer is journaled.
-      // (Counters and tail marks are written with the checkpoint, about once a second: not counted.)
-      const journal = path.join(s.dataDir, "event-log", "index.journal");
-      const records = () =>
-        readFileSync(journal, "utf8")
+  for (const fsync of [false, true])
+    it(`a request acknowledged (202) and killed at once, before any output: answered with server_restarted; no index line per request${fsync ? " (fsync)" : ""}`, async () => {
+      const s = setup(fsync ? { config: { eventLog: { fsync } } } : {});
+      await withRestarts(s, async (run) => {
+        const { conn, sse, sessionId } = await openSession(run.server);
+        const logDir = path.join(s.dataDir, "event-log");
+        // Counters and tail marks are written with the checkpoint, about once a second: not counted.
+        const records = () =>
+          readFileSync(path.join(logDir, "index.journal"), "utf8")
+            .split("\n")
+            .filter((line) => line.startsWith('["connections"'));
+        const requests = () => readFileSync(path.join(logDir, conn.id, "requests.journal"), "utf8");
+        const before = records().length;
+        const lines = requests().split("\n").length;
+        for (let i = 0; i < 20; i++) await conn.prompt(sse, sessionId, `echo ${i}`);
+        // Each request is one line in and one line out of the connection's request journal, never the index.
+        assert.equal(records().length, before, records().join("\n"));
+        const added = requests()
           .split("\n")
-          .filter((line) => line.startsWith('["connections"'));
-      const before = records().length;
-      for (let i = 0; i < 20; i++) await conn.prompt(sse, sessionId, `echo ${i}`);
-      assert.equal(records().length, before, records().join("\n"));
-      // Silent past the grace: recorded in flight before the 202, so a kill right after it still gets an answer.
-      const promptId = await conn.send("session/prompt", {
-        sessionId,
-        prompt: [{ type: "text", text: "sleep 600000" }],
+          .slice(lines - 1, -1);
+        assert.equal(added.length, 40, added.join("\n"));
+        assert.deepEqual(
+          added.filter((l) => l.startsWith("+")).map((l) => l.slice(l.indexOf(" ") + 1)),
+          added.filter((l) => l.startsWith("-")).map((l) => l.slice(1)),
+        );
+        // The 202 is sent once the request is recorded, without waiting for an answer: a kill the
+        // moment it arrives still leaves it answered after the restart.
+        const sessions = [sessionId, await conn.newSession(sse), await conn.newSession(sse)];
+        const ids: number[] = [];
+        for (const id of sessions)
+          ids.push(
+            await conn.send("session/prompt", {
+              sessionId: id,
+              prompt: [{ type: "text", text: "sleep 600000" }],
+            }),
+          );
+        await run.restart("SIGKILL", sse);
+        const again = conn.on(run.server);
+        const rest = await again.openSse(sse.lastId());
+        for (const id of ids) {
+          const answer = await answerTo(rest, id);
+          assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
+        }
+        // Each answered once: the journal let go of them once their errors were written.
+        const journal = path.join(logDir, conn.id, "requests.journal");
+        await waitFor(() => openRequests(journal).length === 0, 5000, "no request left open");
+        const answers = delivered(rest.events).filter((e) =>
+          ids.some((id) => e.data.includes(`"id":${id},`)),
+        );
+        assert.equal(answers.length, ids.length);
+        // The connection goes on.
+        const echoed = await again.prompt(rest, sessionId, "echo after");
+        assert.equal(echoed.result?.stopReason, "end_turn");
       });
-      await run.restart("SIGKILL", sse);
-      const again = conn.on(run.server);
-      const answer = await answerTo(await again.openSse(sse.lastId()), promptId);
-      assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
     });
-  });
 
   it("a torn tail (a write cut short) is cut off and reported; the log continues after the last whole event", async () => {
     const s = setup();

@@ -26,8 +26,12 @@ export interface ConnectionRecord {
   reattach: ReattachMethod | undefined;
   /** Open sessions and the cwd each was started in (`session/load` needs it). */
   sessions: Record<string, { cwd: string | undefined }>;
-  /** Client requests waiting for the agent: after a restart each gets an error, never silence. */
-  pending: JsonRpcId[];
+  /**
+   * Client requests waiting for the agent, as older servers kept them: after a restart each gets an
+   * error, never silence. Current servers keep them in each connection's request journal instead
+   * (`store/request-journal.ts`), one line per change, and leave this out.
+   */
+  pending?: JsonRpcId[];
   /**
    * Agent requests the client has not answered (a permission asked, a file to read…): after a
    * restart the agent that asked is gone, so each is withdrawn with `$/cancel_request`. Absent in

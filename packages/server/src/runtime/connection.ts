@@ -125,7 +125,7 @@ export interface ConnectionOptions {
   /**
    * Called when what `record()` returns changed (sessions, requests in flight, the ending);
    * returns why it could not be written (ENOSPC…: it is kept in memory and written later), if so.
-   * Undefined when nothing survives a restart (no record is kept, `accepted` does not wait).
+   * Undefined when nothing survives a restart (no record is kept).
    */
   persist?: (conn: Connection) => Error | undefined;
   /** Called when a recovered connection started its agent again. */
@@ -170,10 +170,8 @@ export class Connection implements ConnectionApi {
    * dropped rather than sent twice.
    */
   private readonly selfAnswered = new Set<string>();
-  /** The keys of `pendingClient` the record last written holds: only their answers change it. */
-  private recordedPending = new Set<string>();
-  /** Acknowledgements (`accepted`) waiting for their request's answer, by id key. */
-  private readonly acks = new Map<string, { resolve: () => void; timer: NodeJS.Timeout }>();
+  /** Client requests whose answer an extension holds back (`agentResponse` → "held"): settled when it is emitted. */
+  private readonly heldAnswers = new Set<string>();
   /** Agent requests sent to the client and not answered yet, by id key. */
   private readonly pendingAgent = new Map<
     string,
@@ -295,7 +293,15 @@ export class Connection implements ConnectionApi {
     }
     this.state = "open";
     const data = { reason: "server_restarted" };
-    for (const id of record.pending) this.emit(errorResponse(id, -32603, RESTARTED, data));
+    // The requests in flight: those of the connection's request journal, and those an older
+    // server kept in the record instead. Each leaves the journal once its error is written.
+    const pending = new Map<string, JsonRpcId>();
+    for (const id of [...(record.pending ?? []), ...this.options.log.unansweredRequests()])
+      pending.set(idKey(id), id);
+    for (const id of pending.values()) {
+      this.settle(id);
+      this.emit(errorResponse(id, -32603, RESTARTED, data));
+    }
     // The agent that asked is gone: its requests are withdrawn, as an ACP sender cancels a request.
     for (const { id, method, sessionId } of record.agentPending ?? [])
       this.emit({
@@ -505,10 +511,11 @@ export class Connection implements ConnectionApi {
 
   /**
    * Accepts one client message; resolves once it is queued to the agent in acceptance order. A
-   * request is recorded in flight at once, unless `acknowledged`: the transport tells the client
-   * the request was accepted only once `accepted()` resolves, which records it if need be.
+   * request is recorded in flight before anything acts on it (`inFlight`), so the transport may
+   * tell the client it was accepted (HTTP: the 202) as soon as this resolves. Throws
+   * `NotRecordedError` when the record cannot be written: nothing acted on the request then.
    */
-  async receive(message: JsonRpcMessage, raw: string, acknowledged = false): Promise<void> {
+  async receive(message: JsonRpcMessage, raw: string): Promise<void> {
     this.lastActivity = Date.now();
     const kind = kindOf(message);
     // A method the server answers itself acts (writes metadata, ends a session) before its answer
@@ -516,7 +523,7 @@ export class Connection implements ConnectionApi {
     // answers it rather than leave its fate unknown. Its answer (`emit`) takes it out again.
     const serverMethod = kind === "request" && message.method!.startsWith(EXTENSION_PREFIX);
     if (serverMethod) {
-      this.inFlight(message, acknowledged);
+      this.inFlight(message);
       this.selfAnswered.add(idKey(message.id as JsonRpcId));
     }
     for (const ext of this.options.extensions) {
@@ -539,75 +546,34 @@ export class Connection implements ConnectionApi {
       }
     }
     const agent = this.agent ?? (await this.running());
-    if (kind === "request" && !serverMethod) this.inFlight(message, acknowledged);
+    if (kind === "request" && !serverMethod) this.inFlight(message);
     await agent.write(raw);
   }
 
   /**
-   * Request `message` is in flight: recorded now unless `acknowledged` (see `accepted`). A record
-   * that cannot be written refuses the request (`NotRecordedError`) rather than run it unrecorded.
+   * Request `message` is in flight: recorded before it runs and before the client is told it was
+   * accepted, so that a restart answers it (`server_restarted`) however soon after the
+   * acknowledgement it comes. With a durable store that is one line appended to the connection's
+   * request journal (`ConnectionLog.recordRequest`: a `write` of a few bytes to the page cache),
+   * and its answer takes it out once the answer is written (`settle`). This replaced writing the
+   * index's connection record, which cost too much per request to do before every 202, so the
+   * 202 used to wait for the answer instead (up to a grace of 5 ms) and followed it on the critical
+   * path. A record that cannot be written refuses the request (`NotRecordedError`) rather than run
+   * it unrecorded.
    */
-  private inFlight(message: JsonRpcMessage, acknowledged: boolean): void {
-    const key = idKey(message.id as JsonRpcId);
-    this.pendingClient.set(key, message);
-    if (acknowledged) return;
-    const failure = this.persist();
-    if (failure === undefined) return;
-    this.pendingClient.delete(key);
-    // The record kept in memory, which a later write puts on disk, must not hold it either.
-    this.persist();
-    throw new NotRecordedError(failure);
+  private inFlight(message: JsonRpcMessage): void {
+    const id = message.id as JsonRpcId;
+    const failure = this.options.log.recordRequest(id);
+    if (failure !== undefined) throw new NotRecordedError(failure);
+    this.pendingClient.set(idKey(id), message);
   }
 
   /**
-   * Resolves once the client may be told that request `id` was accepted (HTTP: the 202), that is
-   * once a restart could no longer leave it unanswered: its answer is in the event log, or it is
-   * recorded in flight (a restarted server then answers it with a `server_restarted` error).
-   * The acknowledgement waits for the answer up to `limits.acceptGraceMs`, and only a request
-   * still unanswered then is recorded: so a request answered quickly (an echo, a `session/new`)
-   * costs no write of the record, neither when it arrives nor when it is answered; a slow one
-   * has its 202 at most that much later. Cheaper ways are not correct: recording it lazily
-   * (with the next commit, say) leaves a window in which the client holds a 202 for a request no
-   * disk knows of, and a crash then leaves it waiting forever; and the event log cannot tell which
-   * requests were in flight, since it holds what the client is sent, not what it sent. A client
-   * whose POST fails before the 202 knows its request's fate is unknown (it is told the connection
-   * was lost, see the client's `post`), as if the server had never read it. Undefined: nothing to
-   * wait for (no record is kept, or the request is already recorded).
+   * Request `id` is answered by the next event appended: it leaves the record once that event is
+   * written (synced, with `fsync`), so a crash in between still answers it.
    */
-  accepted(id: JsonRpcId): Promise<void> | undefined {
-    if (this.options.persist === undefined) return undefined;
-    const key = idKey(id);
-    if (!this.pendingClient.has(key)) {
-      // Answered already (or by an extension): acknowledged once that answer is written.
-      return new Promise((resolve) => this.outbound.afterCommit(resolve));
-    }
-    if (this.recordedPending.has(key) || this.state !== "open") return undefined;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.acks.delete(key);
-        if (this.pendingClient.has(key) && !this.recordedPending.has(key)) this.persist();
-        resolve();
-      }, this.options.limits.acceptGraceMs);
-      this.acks.set(key, { resolve, timer });
-    });
-  }
-
-  /** The request's answer was appended: its acknowledgement goes once the answer is written. */
-  private answered(key: string): void {
-    const ack = this.acks.get(key);
-    if (ack === undefined) return;
-    this.acks.delete(key);
-    clearTimeout(ack.timer);
-    this.outbound.afterCommit(ack.resolve);
-  }
-
-  /** Every waiting acknowledgement goes now (the connection is closed, or its record written). */
-  private releaseAcks(): void {
-    for (const { resolve, timer } of this.acks.values()) {
-      clearTimeout(timer);
-      resolve();
-    }
-    this.acks.clear();
+  private settle(id: JsonRpcId): void {
+    this.options.log.settleRequest(id, this.outbound.log.lastSeq + 1);
   }
 
   /** Whether a client request with this id is still waiting for the agent. */
@@ -622,9 +588,9 @@ export class Connection implements ConnectionApi {
       if (this.pendingClient.delete(key)) {
         // Kept at the end (`end` answers): the handler's answer then comes second.
         if (this.state === "open") this.selfAnswered.delete(key);
-        this.answered(key);
-        if (this.recordedPending.delete(key)) this.persistAfterCommit();
-      } else if (this.selfAnswered.delete(key)) return;
+        this.settle(message.id);
+      } else if (this.heldAnswers.delete(key)) this.settle(message.id);
+      else if (this.selfAnswered.delete(key)) return;
     }
     let line: string;
     try {
@@ -687,13 +653,12 @@ export class Connection implements ConnectionApi {
       protocolVersion: this.protocolVersion,
       reattach: this.reattach,
       sessions,
-      pending: [...this.pendingClient.values()].map((m) => m.id as JsonRpcId),
       agentPending: [...this.pendingAgent.values()],
       ending: this.ending,
     };
   }
 
-  /** Writes the record now (requests in flight: see `accepted`); returns why it could not be written, if so. */
+  /** Writes the record now; returns why it could not be written, if so. */
   private persist(): Error | undefined {
     const { persist } = this.options;
     if (
@@ -703,7 +668,6 @@ export class Connection implements ConnectionApi {
       this.state === "initializing"
     )
       return undefined;
-    this.recordedPending = new Set(this.pendingClient.keys());
     return persist(this);
   }
 
@@ -778,9 +742,6 @@ export class Connection implements ConnectionApi {
    */
   async suspend(): Promise<void> {
     if (this.state === "closed") return;
-    // Requests whose acknowledgement is still waiting are recorded, then acknowledged: the next run answers them.
-    if (this.acks.size > 0) this.persist();
-    this.releaseAcks();
     this.state = "closed";
     clearTimeout(this.endedTimer);
     this.agent?.discardOutput();
@@ -812,7 +773,6 @@ export class Connection implements ConnectionApi {
       this.options.onClosed(this);
       this.outbound.close();
       this.options.log.remove();
-      this.releaseAcks();
       this.markClosed();
       if (previous === "open")
         for (const ext of this.options.extensions) ext.sessionsEnded?.(this, undefined);
@@ -877,16 +837,19 @@ export class Connection implements ConnectionApi {
       const request = this.pendingClient.get(key);
       if (!request) return undefined;
       this.pendingClient.delete(key);
-      this.answered(key);
       this.trackSession(request, message);
-      // The record changes only if it held the request (it was not answered within `accepted`'s grace).
-      if (this.recordedPending.delete(key)) this.persistAfterCommit();
       let changed = false;
       for (const ext of this.options.extensions) {
         const seen = ext.agentResponse?.(message, request, this);
-        if (seen === "held") return null;
+        if (seen === "held") {
+          // Its answer comes later (`emit`): the request stays recorded in flight until then.
+          this.heldAnswers.add(key);
+          return null;
+        }
         changed = seen === true || changed;
       }
+      // The answer is appended next (`onAgentLine`).
+      this.settle(request.id as JsonRpcId);
       return changed ? this.reserialize(message) : undefined;
     }
     if (message.method === "session/update" && this.reattaching.size > 0) {

@@ -33,11 +33,6 @@ export interface RuntimeLimits {
   headersTimeoutMs: number;
   /** Time to receive a whole request, headers and body (408 after); responses such as SSE streams are not bounded. */
   requestTimeoutMs: number;
-  /**
-   * How long a POSTed request's 202 waits for its answer before the request is recorded in flight
-   * instead (durable event log only; see `Connection.accepted`).
-   */
-  acceptGraceMs: number;
 }
 
 /** Limits whose default depends on the machine: derived from the descriptor limit at start (`descriptors.ts`). */
@@ -59,7 +54,6 @@ export const DEFAULT_LIMITS: Omit<RuntimeLimits, DescriptorLimit> = {
   endedRetentionMs: 60_000,
   headersTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
-  acceptGraceMs: 5,
   maxStreamsPerSocket: 128,
 };
 

@@ -8,13 +8,16 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ByteWindow, type EventBatch, type EventEncoding, type WindowLimits } from "./byte-window.js";
+import { batchLength } from "./event-batch.js";
 import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
+import { RequestJournal, type RequestId } from "./request-journal.js";
 
 export type { EventBatch, EventEncoding, WindowLimits } from "./byte-window.js";
 export { CorruptLogError } from "./segments.js";
 export type { Repair } from "./segments.js";
 export type { StateTable } from "./tables.js";
+export type { RequestId } from "./request-journal.js";
 
 /** The event log's settings (config file `eventLog`). */
 export interface EventLogOptions extends SegmentLimits {
@@ -76,6 +79,19 @@ export interface ConnectionLog {
   hold(seq: number): void;
   /** Forgets every event up to `seq` (they were found unreadable). */
   dropThrough(seq: number): void;
+  /**
+   * Records client request `id` as in flight, so that a restart finds it unanswered and answers it
+   * (on disk: one line appended to the connection's `requests.journal`, see `RequestJournal`);
+   * returns why it could not be recorded (ENOSPC…), in which case it must not run.
+   */
+  recordRequest(id: RequestId): Error | undefined;
+  /**
+   * Request `id` was answered by an event appended at or before `seq`: it is taken out of the
+   * record once that event is durable (so a crash before it is answers it still).
+   */
+  settleRequest(id: RequestId, seq: number): void;
+  /** The requests an earlier run left in flight (`openLog`): the restart answers them. */
+  unansweredRequests(): RequestId[];
   /** Releases the log's file (shutdown); it is kept. */
   close(): void;
   /** Deletes the log. */
@@ -158,6 +174,12 @@ class MemoryLog implements ConnectionLog {
   }
 
   dropThrough(): void {}
+  // Nothing outlives the process: there is nothing to record.
+  recordRequest(): undefined {}
+  settleRequest(): void {}
+  unansweredRequests(): RequestId[] {
+    return [];
+  }
   close(): void {}
   remove(): void {}
 }
@@ -211,19 +233,24 @@ class DiskStore implements EventStore {
   }
 
   createLog(connectionId: string, window: WindowLimits): ConnectionLog {
-    const files = SegmentFiles.create(this.logDir(connectionId), 1, this.options, this.options.fsync);
-    return this.track(new DiskLog(this, connectionId, files, this.cache(window)));
+    const dir = this.logDir(connectionId);
+    const files = SegmentFiles.create(dir, 1, this.options, this.options.fsync);
+    const requests = RequestJournal.create(dir, this.options.fsync);
+    return this.track(new DiskLog(this, connectionId, files, requests, this.cache(window)));
   }
 
   openLog(connectionId: string, window: WindowLimits) {
     const mark = this.tails.get(connectionId);
-    const opened = SegmentFiles.open(this.logDir(connectionId), this.options, this.options.fsync, mark);
+    const dir = this.logDir(connectionId);
+    const opened = SegmentFiles.open(dir, this.options, this.options.fsync, mark);
     if (!opened) {
       this.tails.delete(connectionId);
       return undefined;
     }
     opened.files.retain(Date.now());
-    const log = new DiskLog(this, connectionId, opened.files, this.cache(window));
+    const requests = RequestJournal.open(dir, this.options.fsync);
+    if (requests.size > 0) settleLogged(opened.files, requests, scanStart(opened.files, mark));
+    const log = new DiskLog(this, connectionId, opened.files, requests, this.cache(window));
     return { log: this.track(log), repair: opened.repair };
   }
 
@@ -237,7 +264,11 @@ class DiskStore implements EventStore {
     clearTimeout(this.syncTimer);
     for (const log of this.logs) {
       log.commit();
-      if (this.options.fsync) for (const fd of log.files.syncTargets().fds) syncQuietly(fd);
+      if (this.options.fsync) {
+        for (const fd of log.files.syncTargets().fds) syncQuietly(fd);
+        const journal = log.requests.takeUnsynced();
+        if (journal !== undefined) syncQuietly(journal);
+      }
       log.close();
     }
     this.tables.close();
@@ -253,6 +284,21 @@ class DiskStore implements EventStore {
     if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
     this.unsynced.add(log);
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+  }
+
+  /** @internal With fsync the request journal's new lines are synced by the next group commit. */
+  journalWritten(log: DiskLog): void {
+    if (!this.options.fsync) return;
+    this.unsynced.add(log);
+    this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+  }
+
+  /** @internal */
+  journalFailed(log: DiskLog, error: Error): void {
+    this.report("cannot write the request journal; the connection's requests are refused until it can be", {
+      dir: log.files.dir,
+      error: String(error),
+    });
   }
 
   /** @internal */
@@ -310,6 +356,7 @@ class DiskStore implements EventStore {
     for (const log of this.logs) {
       if (log.failure !== undefined) log.commit();
       log.retain(now);
+      log.requests.checkpoint();
     }
   }
 
@@ -328,14 +375,16 @@ class DiskStore implements EventStore {
       seq: log.writtenSeq,
       mark: log.files.tail(),
       targets: log.files.syncTargets(),
+      journal: log.requests.takeUnsynced(),
     }));
-    const journal = this.tables.takeUnsynced();
+    const index = this.tables.takeUnsynced();
     const syncs: Array<Promise<void>> = [];
-    for (const { log, targets } of batches) {
+    for (const { log, targets, journal } of batches) {
       for (const fd of targets.fds) syncs.push(fdatasync(fd));
+      if (journal !== undefined) syncs.push(fdatasync(journal));
       if (targets.dir) syncs.push(syncDirectory(log.files.dir), syncDirectory(this.dir));
     }
-    if (journal !== undefined) syncs.push(fdatasync(journal));
+    if (index !== undefined) syncs.push(fdatasync(index));
     const results = await Promise.allSettled(syncs);
     for (const result of results)
       if (result.status === "rejected")
@@ -359,11 +408,16 @@ class DiskLog implements ConnectionLog {
   onDurable: (() => void) | undefined;
   /** With fsync, where the last segment stood at the newest group commit (without, the checkpoint reads it). */
   mark: TailMark | undefined;
+  /** Set while requests are refused because the journal cannot be written (reported once). */
+  private refusing = false;
+  /** Requests answered by events not yet durable, oldest first: settled once they are. */
+  private settling: Array<{ id: RequestId; seq: number }> = [];
 
   constructor(
     private readonly store: DiskStore,
     readonly id: string,
     readonly files: SegmentFiles,
+    readonly requests: RequestJournal,
     limits: WindowLimits,
   ) {
     this.window = new ByteWindow(limits, files.nextSeq, true);
@@ -412,7 +466,38 @@ class DiskLog implements ConnectionLog {
     this.store.marked(this);
     if (seq <= this.durable) return;
     this.durable = seq;
+    if (this.settling.length > 0) this.settleDurable();
     this.onDurable?.();
+  }
+
+  recordRequest(id: RequestId): Error | undefined {
+    const failure = this.requests.add(id, this.window.nextSeq);
+    if (failure === undefined) {
+      this.refusing = false;
+      this.store.journalWritten(this);
+    } else if (!this.refusing) {
+      this.refusing = true;
+      this.store.journalFailed(this, failure);
+    }
+    return failure;
+  }
+
+  settleRequest(id: RequestId, seq: number): void {
+    if (seq > this.durable || this.settling.length > 0) return void this.settling.push({ id, seq });
+    this.requests.remove(id);
+    this.store.journalWritten(this);
+  }
+
+  unansweredRequests(): RequestId[] {
+    return this.requests.requests().map((r) => r.id);
+  }
+
+  private settleDurable(): void {
+    let done = 0;
+    while (done < this.settling.length && this.settling[done]!.seq <= this.durable)
+      this.requests.remove(this.settling[done++]!.id);
+    this.settling.splice(0, done);
+    if (done > 0) this.store.journalWritten(this);
   }
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
@@ -440,12 +525,66 @@ class DiskLog implements ConnectionLog {
     // What is left is whole: the next start reads none of it.
     this.store.closed(this);
     this.files.close();
+    this.requests.close();
   }
 
   remove(): void {
     this.store.forget(this);
     this.store.unmark(this);
+    this.requests.close();
     this.files.remove();
+  }
+}
+
+/**
+ * Where the events written since the log was last known whole begin: the tail mark's seq when it
+ * fits the last segment, else the last segment's first seq.
+ */
+function scanStart(files: SegmentFiles, mark: TailMark | undefined): number {
+  const tail = files.tail();
+  return mark !== undefined && mark.first === tail.first && mark.next <= tail.next ? mark.next : tail.first;
+}
+
+/**
+ * Takes out of the journal the requests it leaves open whose answer is in the log all the same: a
+ * crash between the answer's write and the journal's `-` line (the next `write`, in the same turn)
+ * leaves one, and without this the restart would answer it a second time (`server_restarted`).
+ * Such an answer is among the events written after the tail mark (the line follows the answer's
+ * write at once, and the mark is taken at a checkpoint, a turn of its own), so only those are read
+ * (about a second of output at most), and only when a request is open. An answer counts only
+ * from the seq its request was recorded at: a client may reuse the id of a request answered before.
+ */
+function settleLogged(files: SegmentFiles, requests: RequestJournal, from: number): void {
+  const open = new Map(requests.requests().map((r) => [JSON.stringify(r.id), r]));
+  const through = files.nextSeq - 1;
+  try {
+    for (let cursor = from - 1; cursor < through && open.size > 0;) {
+      const batch = files.read(cursor, 1024 * 1024, through);
+      if (batch === undefined) return;
+      for (let i = 0; i < batchLength(batch); i++) {
+        const text = batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]);
+        if (!text.includes('"id"')) continue;
+        const id = responseIdOf(text);
+        const request = id === undefined ? undefined : open.get(JSON.stringify(id));
+        if (request === undefined || batch.first + i < request.since) continue;
+        open.delete(JSON.stringify(id));
+        requests.remove(request.id);
+      }
+      cursor = batch.first + batchLength(batch) - 1;
+    }
+  } catch {
+    // A segment that cannot be read: what it held is reported by the read that reaches it.
+  }
+}
+
+/** The id of a JSON-RPC response, if the event is one. */
+function responseIdOf(text: string): RequestId | undefined {
+  try {
+    const message = JSON.parse(text) as { id?: unknown; method?: unknown };
+    if (message.method !== undefined) return undefined;
+    return typeof message.id === "string" || typeof message.id === "number" ? message.id : undefined;
+  } catch {
+    return undefined;
   }
 }
 

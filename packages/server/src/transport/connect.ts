@@ -7,7 +7,7 @@ import { ProblemError, problems } from "../http/problem.js";
 import { unavailable } from "../http/unavailable.js";
 import type { Logger } from "../log.js";
 import type { JsonRpcMessage } from "../protocol.js";
-import { InitializeError, type Connection } from "../runtime/connection.js";
+import { InitializeError, type Connection, type NotRecordedError } from "../runtime/connection.js";
 import { ConnectionRefused, type ConnectionRegistry } from "../runtime/connections.js";
 import type { ConnectionExtension } from "../runtime/extension.js";
 import type { RuntimeLimits } from "../runtime/options.js";
@@ -36,6 +36,18 @@ export function endedProblem(conn: Connection, more = ""): ProblemError {
       ? "The agent process has exited; start a new connection."
       : `${ending.message} Start a new connection.`;
   return problems.gone(detail + more, { reason: ending?.reason ?? "agent_exited", exit: conn.exit ?? null });
+}
+
+/**
+ * 503 for a request the server could not record in flight (its data directory is full or
+ * failing), so it did not run it; the same `data` as the WebSocket's JSON-RPC error.
+ */
+export function notRecordedProblem(error: NotRecordedError): ProblemError {
+  return unavailable(error.message, {
+    reason: "not_recorded",
+    reachedAgent: false,
+    error: error.cause.message,
+  });
 }
 
 function refusedProblem(error: ConnectionRefused): ProblemError {

@@ -2,9 +2,9 @@ import { accepts, isJsonContentType, readBody } from "../http/body.js";
 import { problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
 import type { TicketBook } from "../http/tickets.js";
-import { AgentUnavailableError, type Connection } from "../runtime/connection.js";
+import { AgentUnavailableError, NotRecordedError, type Connection } from "../runtime/connection.js";
 import { kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
-import { endedProblem, lookup, startConnection, type RpcDeps } from "./connect.js";
+import { endedProblem, lookup, notRecordedProblem, startConnection, type RpcDeps } from "./connect.js";
 import {
   connectionIdHeaders,
   connectionIdOf,
@@ -62,15 +62,15 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
     );
   }
   try {
-    await conn.receive(message, line, request);
+    // A request is recorded in flight before this resolves: the 202 promises an answer, even across a restart.
+    await conn.receive(message, line);
   } catch (error) {
     // A recovered connection whose agent could not be started again: it ended, and says why.
     if (error instanceof AgentUnavailableError) throw endedProblem(conn);
+    // Refused unrecorded (the data directory is full or failing): nothing acted on it.
+    if (error instanceof NotRecordedError) throw notRecordedProblem(error);
     throw error;
   }
-  // The 202 promises an answer, even across a restart: it waits until one is sure (`accepted`).
-  const accepted = request ? conn.accepted(message.id!) : undefined;
-  if (accepted !== undefined) await accepted;
   res.writeHead(202).end();
 }
 

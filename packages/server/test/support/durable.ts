@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import {
   mockAgentBin,
   startServer,
@@ -118,3 +119,12 @@ export async function answerTo(sse: SseReader, id: number, timeoutMs = 30_000): 
 
 export const epochOf = (id: string) => id.split(".")[0]!;
 export const seqOf = (id: string) => Number(id.split(".")[1]);
+
+/** The ids a connection's `requests.journal` leaves open (`+<seq> <id>` lines not followed by `-<id>`), as JSON text. */
+export function openRequests(journal: string): string[] {
+  const open = new Set<string>();
+  for (const line of readFileSync(journal, "utf8").split("\n"))
+    if (line.startsWith("+")) open.add(line.slice(line.indexOf(" ") + 1));
+    else if (line.startsWith("-")) open.delete(line.slice(1));
+  return [...open];
+}
