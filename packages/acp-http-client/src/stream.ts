@@ -593,14 +593,20 @@ function connectionError(error: AcpHttpError): AcpConnectionLostError {
   return new AcpConnectionLostError(error.message, { cause: error });
 }
 
+/**
+ * A request's failed POST as its JSON-RPC error. The problem's own members (`reason`,
+ * `reachedAgent`…) are lifted into `data`, as the WebSocket transport's errors carry them, so that
+ * callers read one shape whichever transport refused the request.
+ */
 function syntheticError(request: AnyRequest, error: AcpHttpError): AnyMessage {
+  const { type: _type, title: _title, status: _status, detail: _detail, ...members } = error.problem ?? {};
   return {
     jsonrpc: "2.0",
     id: request.id,
     error: {
       code: -32603,
       message: error.message,
-      data: { status: error.status, problem: error.problem, body: error.body },
+      data: { ...members, status: error.status, problem: error.problem, body: error.body },
     },
   };
 }

@@ -97,11 +97,11 @@ function untilWritten(...markers: string[]): Promise<boolean> {
   return waitFor(all, 10_000, `frames with ${markers.join(", ")} written`);
 }
 
-function connect(baseUrl: string): AcpHttpClient {
+function connect(baseUrl: string, transport: "websocket" | "http" = "websocket"): AcpHttpClient {
   return new AcpHttpClient({
     baseUrl,
     token: TOKEN,
-    transport: "websocket",
+    transport,
     WebSocket: RecordingWebSocket as unknown as WebSocketConstructor,
     requestTimeoutMs: 60_000,
     reconnect: { initialDelayMs: 50, maxDelayMs: 200, maxAttempts: 100 },
@@ -266,75 +266,77 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
     });
   });
 
-  it(
-    "a request the server cannot record (its data directory is full) is refused, not run unrecorded: not_recorded, nothing reached the agent",
-    { skip: needService("mount namespaces", mountNamespaceMissing()) },
-    async () => {
-      const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
-      const dataDir = tempDir("ws-acks-data-");
-      const logDir = path.join(dataDir, "event-log");
-      mkdirSync(logDir, { recursive: true });
-      const server = await serve(stdinLog, ["--data-dir", dataDir], smallDiskWrapper(logDir, "1m"));
-      const client = connect(server.baseUrl);
-      try {
-        await client.initialize(initParams());
-        // Filled before the connection's first request: its request journal has no page to write in.
-        const filler = path.join(`/proc/${server.process.pid}/root`, logDir, "filler");
+  // Over HTTP the refusal is the POST's 503 problem, whose members the client lifts into the error's data.
+  for (const transport of ["websocket", "http"] as const)
+    it(
+      `a request the server cannot record (its data directory is full) is refused, not run unrecorded: not_recorded, nothing reached the agent (${transport})`,
+      { skip: needService("mount namespaces", mountNamespaceMissing()) },
+      async () => {
+        const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
+        const dataDir = tempDir("ws-acks-data-");
+        const logDir = path.join(dataDir, "event-log");
+        mkdirSync(logDir, { recursive: true });
+        const server = await serve(stdinLog, ["--data-dir", dataDir], smallDiskWrapper(logDir, "1m"));
+        const client = connect(server.baseUrl, transport);
         try {
-          writeFileSync(filler, Buffer.alloc(1024 * 1024));
-        } catch (error) {
-          assert.equal((error as NodeJS.ErrnoException).code, "ENOSPC");
-        }
-        // Requests until one cannot be recorded.
-        const accepted: Promise<unknown>[] = [];
-        let refused: Promise<RpcFailure> | undefined;
-        let marker = "";
-        for (let i = 1; i <= 20 && refused === undefined; i++) {
-          marker = `probe-${i}-`;
-          const call = client.newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: marker } });
-          call.catch(() => undefined); // refused before it is awaited: not an unhandled rejection
-          const failed = /cannot write the request journal/;
+          await client.initialize(initParams());
+          // Filled before the connection's first request: its request journal has no page to write in.
+          const filler = path.join(`/proc/${server.process.pid}/root`, logDir, "filler");
+          try {
+            writeFileSync(filler, Buffer.alloc(1024 * 1024));
+          } catch (error) {
+            assert.equal((error as NodeJS.ErrnoException).code, "ENOSPC");
+          }
+          // Requests until one cannot be recorded.
+          const accepted: Promise<unknown>[] = [];
+          let refused: Promise<RpcFailure> | undefined;
+          let marker = "";
+          for (let i = 1; i <= 20 && refused === undefined; i++) {
+            marker = `probe-${i}-`;
+            const call = client.newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: marker } });
+            call.catch(() => undefined); // refused before it is awaited: not an unhandled rejection
+            const failed = /cannot write the request journal/;
+            await waitFor(
+              () => agentRead(stdinLog, marker).length === 1 || failed.test(server.logs()),
+              10_000,
+              `${marker} reached the agent or refused`,
+            );
+            if (agentRead(stdinLog, marker).length === 1) accepted.push(call);
+            else refused = failureOf(call);
+          }
+          assert.ok(refused, "a request was refused once the disk was full");
+          // Room again: the answers held in memory are written and delivered.
+          rmSync(filler);
+          const error = await refused;
+          assert.equal(error.data?.reason, "not_recorded");
+          assert.equal(error.data?.reachedAgent, false);
+          assert.match(error.data?.error ?? "", /ENOSPC/);
+          assert.match(error.message, /could not record this request/);
+          assert.match(error.message, /send it again/);
+          await Promise.all(accepted);
+          assert.equal(agentRead(stdinLog, marker).length, 0, "the refused request never reached the agent");
+          // Sent again, it runs: the journal is written to again as soon as there is room.
+          let ran = false;
           await waitFor(
-            () => agentRead(stdinLog, marker).length === 1 || failed.test(server.logs()),
+            async () => {
+              ran ||= await client
+                .newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: "after-room" } })
+                .then(
+                  () => true,
+                  (e: RpcFailure) => (e.data?.reason === "not_recorded" ? false : Promise.reject(e)),
+                );
+              return ran;
+            },
             10_000,
-            `${marker} reached the agent or refused`,
+            "the request sent again runs",
           );
-          if (agentRead(stdinLog, marker).length === 1) accepted.push(call);
-          else refused = failureOf(call);
+          assert.equal(agentRead(stdinLog, "after-room").length, 1);
+        } finally {
+          await client.close().catch(() => undefined);
+          await server.stop();
         }
-        assert.ok(refused, "a request was refused once the disk was full");
-        // Room again: the answers held in memory are written and delivered.
-        rmSync(filler);
-        const error = await refused;
-        assert.equal(error.data?.reason, "not_recorded");
-        assert.equal(error.data?.reachedAgent, false);
-        assert.match(error.data?.error ?? "", /ENOSPC/);
-        assert.match(error.message, /could not record this request/);
-        assert.match(error.message, /send it again/);
-        await Promise.all(accepted);
-        assert.equal(agentRead(stdinLog, marker).length, 0, "the refused request never reached the agent");
-        // Sent again, it runs: the journal is written to again as soon as there is room.
-        let ran = false;
-        await waitFor(
-          async () => {
-            ran ||= await client
-              .newSession({ cwd: "/tmp", mcpServers: [], _meta: { probe: "after-room" } })
-              .then(
-                () => true,
-                (e: RpcFailure) => (e.data?.reason === "not_recorded" ? false : Promise.reject(e)),
-              );
-            return ran;
-          },
-          10_000,
-          "the request sent again runs",
-        );
-        assert.equal(agentRead(stdinLog, "after-room").length, 1);
-      } finally {
-        await client.close().catch(() => undefined);
-        await server.stop();
-      }
-    },
-  );
+      },
+    );
 
   it("POSTs on a WebSocket's connection do not disturb its count: a socket dropped with frames in flight loses none, sends none twice", async () => {
     const stdinLog = path.join(tempDir("ws-acks-"), "stdin.log");
