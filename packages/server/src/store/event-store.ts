@@ -282,14 +282,21 @@ class DiskStore implements EventStore {
   /** @internal A log wrote events: deliver them now, or after the next group commit. */
   written(log: DiskLog): void {
     if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
-    this.unsynced.add(log);
-    this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+    this.syncSoon(log);
   }
 
   /** @internal With fsync the request journal's new lines are synced by the next group commit. */
   journalWritten(log: DiskLog): void {
-    if (!this.options.fsync) return;
+    if (this.options.fsync) this.syncSoon(log);
+  }
+
+  /** `log` has writes to sync: the next group commit, within `fsyncIntervalMs`, takes them. */
+  private syncSoon(log: DiskLog): void {
     this.unsynced.add(log);
+    this.scheduleGroupCommit();
+  }
+
+  private scheduleGroupCommit(): void {
     this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
   }
 
@@ -394,8 +401,7 @@ class DiskStore implements EventStore {
       log.durableThrough(seq, mark);
     }
     this.syncing = false;
-    if (this.unsynced.size > 0)
-      this.syncTimer ??= setTimeout(() => void this.groupCommit(), this.options.fsyncIntervalMs);
+    if (this.unsynced.size > 0) this.scheduleGroupCommit();
   }
 }
 

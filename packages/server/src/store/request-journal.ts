@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { closeQuietly, writeAll } from "./file-io.js";
 
 /** A client request's id as JSON-RPC has it: kept apart by type (`1` is not `"1"`). */
 export type RequestId = string | number;
@@ -12,6 +13,8 @@ export interface OpenRequest {
 }
 
 const FILE = "requests.journal";
+/** How a short write names the file. */
+const JOURNAL_NAME = "the request journal";
 const NEWLINE = 0x0a;
 const PLUS = 0x2b;
 /** Past this size the journal is rewritten with only the requests still open (at a checkpoint). */
@@ -137,10 +140,9 @@ export class RequestJournal {
     const start = this.bytes;
     try {
       this.fd ??= fs.openSync(this.file, "a");
-      const written = fs.writeSync(this.fd, line);
-      this.bytes += written;
-      if (written < Buffer.byteLength(line))
-        throw Object.assign(new Error("short write to the request journal"), { code: "ENOSPC" });
+      const bytes = Buffer.from(line);
+      writeAll(this.fd, [bytes], bytes.length, JOURNAL_NAME);
+      this.bytes += bytes.length;
       this.unsynced = true;
       return undefined;
     } catch (error) {
@@ -162,11 +164,11 @@ export class RequestJournal {
     const tmp = `${this.file}.tmp`;
     let text = "";
     for (const [key, { since }] of this.open) text += `+${since} ${key}\n`;
+    const bytes = Buffer.from(text);
     let fd: number | undefined;
     try {
       fd = fs.openSync(tmp, "w");
-      if (fs.writeSync(fd, text) < Buffer.byteLength(text))
-        throw Object.assign(new Error("short write to the request journal"), { code: "ENOSPC" });
+      writeAll(fd, [bytes], bytes.length, JOURNAL_NAME);
       if (this.fsync) fs.fdatasyncSync(fd);
       fs.renameSync(tmp, this.file);
     } catch (error) {
@@ -177,7 +179,7 @@ export class RequestJournal {
     }
     this.close();
     this.fd = fd;
-    this.bytes = Buffer.byteLength(text);
+    this.bytes = bytes.length;
     this.stale = undefined;
     this.unsynced = false;
     return true;
@@ -193,12 +195,4 @@ function parseId(key: string): RequestId {
     // Not JSON: kept as the text it is.
   }
   return key;
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    fs.closeSync(fd);
-  } catch {
-    // Already closed.
-  }
 }

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { batchLength, emptyBatch, pushEvent, type EventBatch } from "./event-batch.js";
+import { closeQuietly, writeAll } from "./file-io.js";
 import {
   FRAME_HEADER_BYTES,
   readFrame,
@@ -180,7 +181,7 @@ export class SegmentFiles {
       segment = this.rotate();
     const offset = segment.bytes;
     try {
-      writeAll(this.fd, chunks, bytes);
+      writeAll(this.fd, chunks, bytes, "the event log");
     } catch (error) {
       lastRead.forget();
       try {
@@ -487,30 +488,3 @@ class ReadCache {
 }
 
 const lastRead = new ReadCache();
-
-function writeAll(fd: number, chunks: Buffer[], bytes: number): void {
-  let written = fs.writevSync(fd, chunks);
-  while (written < bytes) {
-    // A short write (the disk filling up): write the rest; the next write reports the error.
-    let skip = written;
-    const rest: Buffer[] = [];
-    for (const chunk of chunks) {
-      if (skip >= chunk.length) skip -= chunk.length;
-      else {
-        rest.push(chunk.subarray(skip));
-        skip = 0;
-      }
-    }
-    const more = fs.writevSync(fd, rest);
-    if (more === 0) throw Object.assign(new Error("short write to the event log"), { code: "ENOSPC" });
-    written += more;
-  }
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    fs.closeSync(fd);
-  } catch {
-    // Already closed.
-  }
-}

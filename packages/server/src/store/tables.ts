@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { closeQuietly } from "./file-io.js";
 
 /**
  * A table of the server's index: JSON values by key. With a data directory every change is kept
@@ -151,11 +152,7 @@ export class IndexJournal implements Tables {
 
   close(): void {
     this.checkpoint();
-    try {
-      fs.closeSync(this.fd);
-    } catch {
-      // Already closed.
-    }
+    closeQuietly(this.fd);
   }
 
   private map(name: string): Map<string, unknown> {

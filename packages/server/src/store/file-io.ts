@@ -1,0 +1,33 @@
+import fs from "node:fs";
+
+/**
+ * Writes `chunks` (`bytes` in all) at the descriptor's position, whole: a short write (the disk
+ * filling up) is followed by one for the rest, and a write that makes no progress throws `ENOSPC`
+ * naming `what` (the next write would report the filesystem's own error).
+ */
+export function writeAll(fd: number, chunks: Buffer[], bytes: number, what: string): void {
+  let written = fs.writevSync(fd, chunks);
+  while (written < bytes) {
+    let skip = written;
+    const rest: Buffer[] = [];
+    for (const chunk of chunks) {
+      if (skip >= chunk.length) skip -= chunk.length;
+      else {
+        rest.push(chunk.subarray(skip));
+        skip = 0;
+      }
+    }
+    const more = fs.writevSync(fd, rest);
+    if (more === 0) throw Object.assign(new Error(`short write to ${what}`), { code: "ENOSPC" });
+    written += more;
+  }
+}
+
+/** Closes `fd`, ignoring that it was closed already. */
+export function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // Already closed.
+  }
+}
