@@ -194,3 +194,55 @@ export function sseSplitter(onEvent) {
     }
   };
 }
+
+/**
+ * One `/v2/rpc` connection of our server (or the floor) with its SSE stream open: `call(method,
+ * params)` POSTs a request and resolves with its answer from the stream; `onUpdate` (settable) gets
+ * each `session/update`; `close()` ends the stream and DELETEs the connection.
+ */
+export async function rpcConnection(base) {
+  const url = `${base}/v2/rpc`;
+  const json = { "content-type": "application/json", accept: "application/json" };
+  const params = {
+    protocolVersion: 1,
+    clientCapabilities: {},
+    _meta: { "sandboxagent.dev": { agent: "mock" } },
+  };
+  const init = await request(
+    url,
+    "POST",
+    json,
+    JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params }),
+  );
+  if (init.status !== 200) throw new Error(`initialize: ${init.status} ${init.text}`);
+  const headers = { ...json, "acp-connection-id": init.headers["acp-connection-id"] };
+  const pending = new Map();
+  const conn = { onUpdate: () => {}, nextId: 1 };
+  const sse = await new Promise((resolve, reject) => {
+    const sseHeaders = { accept: "text/event-stream", "acp-connection-id": headers["acp-connection-id"] };
+    http
+      .get(url, { headers: sseHeaders, agent: keepAliveAgent }, (res) => {
+        const feed = sseSplitter((_event, data) => {
+          const message = JSON.parse(data);
+          if (message.method === "session/update") return conn.onUpdate(message);
+          pending.get(message.id)?.(message);
+          pending.delete(message.id);
+        });
+        res.setEncoding("utf8").on("data", feed);
+        resolve(res);
+      })
+      .on("error", reject);
+  });
+  conn.call = async (method, params) => {
+    const id = conn.nextId++;
+    const answered = new Promise((resolve) => pending.set(id, resolve));
+    const res = await request(url, "POST", headers, JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+    if (res.status !== 202) throw new Error(`${method}: ${res.status} ${res.text}`);
+    return answered;
+  };
+  conn.close = async () => {
+    sse.destroy();
+    await request(url, "DELETE", headers).catch(() => undefined);
+  };
+  return conn;
+}

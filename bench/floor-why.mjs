@@ -10,19 +10,16 @@
 //   sample (the process not on a CPU), with GC and `(program)` apart, and the client's own GC.
 // Without --memory or --p99 it does both.
 import { existsSync, readFileSync } from "node:fs";
-import http from "node:http";
 import path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { freePort, mockAgentBin, tempDir } from "@sandbox-agent/testkit";
 import {
   benchArgs,
-  keepAliveAgent,
   percentile,
-  request,
+  rpcConnection,
   runMain,
   splitNodeArgs,
-  sseSplitter,
   startNode,
   startServer,
   usageFail,
@@ -49,48 +46,6 @@ function start(kind, nodeArgs) {
   const args = [...nodeArgs, ...SERVER_ARGS];
   if (kind === "ours") return startServer([], undefined, args);
   return startNode([...args, path.join(here, "node-floor-server.mjs"), process.execPath, mockAgentBin]);
-}
-
-/** A `/v2/rpc` connection with its SSE stream open; `call` resolves with the response from the stream. */
-async function connect(base) {
-  const url = `${base}/v2/rpc`;
-  const json = { "content-type": "application/json", accept: "application/json" };
-  const params = { protocolVersion: 1, _meta: { "sandboxagent.dev": { agent: "mock" } } };
-  const init = await request(
-    url,
-    "POST",
-    json,
-    JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params }),
-  );
-  const headers = { "acp-connection-id": init.headers["acp-connection-id"] };
-  const waiting = new Map();
-  const sse = await new Promise((resolve) =>
-    http.get(url, { headers: { accept: "text/event-stream", ...headers }, agent: keepAliveAgent }, (res) => {
-      const feed = sseSplitter((_event, data) => {
-        const message = JSON.parse(data);
-        waiting.get(message.id)?.(message);
-      });
-      res.setEncoding("utf8").on("data", feed);
-      resolve(res);
-    }),
-  );
-  let next = 1;
-  const call = async (method, callParams) => {
-    const id = next++;
-    const answered = new Promise((resolve) => waiting.set(id, resolve));
-    await request(
-      url,
-      "POST",
-      { ...json, ...headers },
-      JSON.stringify({ jsonrpc: "2.0", id, method, params: callParams }),
-    );
-    return answered;
-  };
-  const close = async () => {
-    sse.destroy();
-    await request(url, "DELETE", headers).catch(() => undefined);
-  };
-  return { call, close };
 }
 
 /** Resident MiB of /proc/PID/smaps by mapping: the `node` binary, other files, anonymous, brk heap. */
@@ -146,7 +101,7 @@ async function measureMemory(kind) {
   await sleep(1000);
   const idle = await memory(server.child.pid, file);
   const conns = [];
-  for (let i = 0; i < 50; i++) conns.push(await connect(server.url));
+  for (let i = 0; i < 50; i++) conns.push(await rpcConnection(server.url));
   await sleep(1000);
   const fifty = await memory(server.child.pid, file);
   await Promise.all(conns.map((c) => c.close()));
@@ -172,7 +127,7 @@ function samplesOf(profile) {
 async function measureP99(kind, clientGc) {
   const port = await freePort();
   const server = await start(kind, [`--inspect=127.0.0.1:${port}`]);
-  const conn = await connect(server.url);
+  const conn = await rpcConnection(server.url);
   const { sessionId } = (await conn.call("session/new", { cwd: "/tmp", mcpServers: [] })).result;
   const turns = [];
   const profile = await profileWindow(port, async () => {

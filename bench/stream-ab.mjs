@@ -11,11 +11,10 @@
 // /proc/PID/stat counts 10 ms ticks) for the server and its agent, process.cpuUsage() for the
 // client; per-round figures go to stderr, medians to stdout, with the load average before and after.
 import { readdirSync, readFileSync } from "node:fs";
-import http from "node:http";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { tempDir } from "@sandbox-agent/testkit";
-import { benchArgs, keepAliveAgent, request, runMain, sseSplitter, startNode, usageFail } from "./common.mjs";
+import { benchArgs, rpcConnection, runMain, startNode, usageFail } from "./common.mjs";
 
 const args = benchArgs(import.meta.url, {
   rounds: { type: "string", default: "8" },
@@ -54,57 +53,9 @@ function agentOf(serverPid) {
   return Math.max(...children);
 }
 
-/** One `/v2/rpc` connection with its SSE stream open; `call` resolves with the answer from the stream. */
-async function connect(base) {
-  const url = `${base}/v2/rpc`;
-  const json = { "content-type": "application/json", accept: "application/json" };
-  const params = {
-    protocolVersion: 1,
-    clientCapabilities: {},
-    _meta: { "sandboxagent.dev": { agent: "mock" } },
-  };
-  const init = await request(
-    url,
-    "POST",
-    json,
-    JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params }),
-  );
-  if (init.status !== 200) throw new Error(`initialize: ${init.status} ${init.text}`);
-  const headers = { ...json, "acp-connection-id": init.headers["acp-connection-id"] };
-  const pending = new Map();
-  const conn = { onUpdate: () => {}, nextId: 1 };
-  const sse = await new Promise((resolve, reject) => {
-    const sseHeaders = { accept: "text/event-stream", "acp-connection-id": headers["acp-connection-id"] };
-    http
-      .get(url, { headers: sseHeaders, agent: keepAliveAgent }, (res) => {
-        const feed = sseSplitter((_event, data) => {
-          const message = JSON.parse(data);
-          if (message.method === "session/update") return conn.onUpdate(message);
-          pending.get(message.id)?.(message);
-          pending.delete(message.id);
-        });
-        res.setEncoding("utf8").on("data", feed);
-        resolve(res);
-      })
-      .on("error", reject);
-  });
-  conn.call = async (method, params) => {
-    const id = conn.nextId++;
-    const answered = new Promise((resolve) => pending.set(id, resolve));
-    const res = await request(url, "POST", headers, JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-    if (res.status !== 202) throw new Error(`${method}: ${res.status} ${res.text}`);
-    return answered;
-  };
-  conn.close = async () => {
-    sse.destroy();
-    await request(url, "DELETE", headers).catch(() => undefined);
-  };
-  return conn;
-}
-
 /** One round of one server: a new connection, a warm-up turn, then the measured turn. */
 async function turn(server) {
-  const conn = await connect(server.url);
+  const conn = await rpcConnection(server.url);
   const { sessionId } = (await conn.call("session/new", { cwd: "/tmp", mcpServers: [] })).result;
   const prompt = (text) => conn.call("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
   await prompt("chunks 2000");
