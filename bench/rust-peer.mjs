@@ -4,7 +4,7 @@
 // run with the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
 //   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"] [--profile DIR]
 //                            [--only start|requests] [--starts N] [--rounds N]
-// --rounds N (default 5, 3 with --quick) repeats the request rows (the first 500 echo turns' p50 and
+// --rounds N (default 7, 3 with --quick) repeats the request rows (the first 500 echo turns' p50 and
 // p99, CPU per turn over requests 501–1,500 and 1,501–2,500) N times, each round on a fresh server
 // per kind, the kinds in an order that rotates per round: ours, Rust, the floor, and the floor with
 // our server's V8 interrupt budget (`--interrupt-budget=8000`, which ours sets itself at its first
@@ -64,7 +64,7 @@ if (only !== undefined && only !== "start" && only !== "requests")
 const STARTS = Number(args.starts ?? (quick ? 3 : 7));
 if (!Number.isInteger(STARTS) || STARTS < 1)
   usageFail(import.meta.url, `--starts takes a whole number of at least 1, not "${args.starts}"`);
-const ROUNDS = Number(args.rounds ?? (quick ? 3 : 5));
+const ROUNDS = Number(args.rounds ?? (quick ? 3 : 7));
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
   usageFail(import.meta.url, `--rounds takes a whole number of at least 1, not "${args.rounds}"`);
 const COLD_REQUESTS = 500;
@@ -73,8 +73,8 @@ const STREAM_EVENTS = quick ? 20_000 : 100_000;
 const STREAM_ROUNDS = quick ? 1 : 5;
 const CONNECTIONS = 50;
 
-/** Where a run is (stderr, also with --json): a full run takes minutes. */
 const began = performance.now();
+/** Where a run is (stderr, also with --json): a full run takes minutes. */
 const progress = (message) =>
   console.error(
     `[${((performance.now() - began) / 1000).toFixed(0)} s, load ${loadavg()[0].toFixed(1)}] ${message}`,
@@ -401,11 +401,11 @@ const RATIOS = [
 const ratioOf = (a, b) => (b === 0 ? null : Number((a / b).toFixed(2)));
 
 /**
- * The request rows, `ROUNDS` times: each round starts a fresh server of every request kind in an
- * order rotated by one per round (so no kind always goes first, or always follows the same one's
- * shutdown) and measures it alone on the cores; a round's servers stop, and are waited for, at its
- * end, except the last round's ours, Rust and floor when `keep` (the streaming and 50-connection
- * rows run on them, as on the one server per kind before there were rounds).
+ * The request rows, `ROUNDS` times: each round starts a fresh server of every request kind and
+ * measures them one at a time, in an order rotated by one per round so that no kind always goes
+ * first; a round's servers stop at its end and are waited for, so that no shutdown overlaps the
+ * next round, except the last round's ours, Rust and floor when `keep` (the streaming and
+ * 50-connection rows run on them, as on the one server per kind before there were rounds).
  */
 async function requestRounds(bin, keep) {
   const rounds = [];
@@ -441,7 +441,7 @@ async function requestRounds(bin, keep) {
 function summarizeRequests(rounds) {
   const perKind = {};
   for (const kind of REQUEST_KINDS) {
-    perKind[kind] = { requestRounds: rounds.length, requestRange: {} };
+    perKind[kind] = { requestRange: {} };
     for (const figure of REQUEST_FIGURES) {
       const values = rounds.map((round) => round[kind][figure]);
       const middle = median(values);
@@ -601,7 +601,7 @@ function report(kinds, summary) {
       "",
     );
   }
-  const requestOnly = new Set([...REQUEST_FIGURES, "requestRounds", "requestRange"]);
+  const requestOnly = new Set([...REQUEST_FIGURES, "requestRange"]);
   const keys = Object.keys(summary.ours).filter((key) => !requestOnly.has(key));
   if (keys.length)
     out.push(
