@@ -3,9 +3,15 @@
 // (bench/node-floor-server.mjs: node:http doing the same I/O and nothing else), side by side in one
 // run with the same dependency-free mock agent (ours, `packages/mock-agent`), rounds interleaved.
 //   node bench/rust-peer.mjs [--install] [--quick] [--json] [--server-args "ARGS"] [--profile DIR]
-//                            [--only start] [--starts N]
+//                            [--only start|requests] [--starts N] [--rounds N]
+// --rounds N (default 7, 3 with --quick) repeats the request rows (the first 500 echo turns' p50 and
+// p99, CPU per turn over requests 501–1,500 and 1,501–2,500) N times, each round on a fresh server
+// per kind, the kinds in an order that rotates per round: ours, Rust, the floor, and the floor with
+// our server's V8 interrupt budget (`--interrupt-budget=8000`, which ours sets itself at its first
+// work). It prints the median of each figure over the rounds with its range (min–max), and per round
+// the ratios to the Rust peer's figure in that round, with their median; progress goes to stderr.
 // --only start measures only start → health and idle RSS (and `node -e 0`), in --starts N rounds
-// (default 7, 3 with --quick).
+// (default 7, 3 with --quick); --only requests only the request rounds.
 // --server-args adds node options to the command line of our server and of the floor (for example
 // "--max-semi-space-size=4"). --profile DIR measures nothing else: it CPU-profiles ours and the floor
 // over the first 500, the next 1,000 and 1,000 more turns (the cold, warm and steady rows), writes DIR/KIND-PHASE.cpuprofile
@@ -16,6 +22,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import { loadavg } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, mockAgentBin, tempDir } from "@sandbox-agent/testkit";
@@ -47,26 +54,40 @@ const args = benchArgs(import.meta.url, {
   profile: { type: "string" },
   only: { type: "string" },
   starts: { type: "string" },
+  rounds: { type: "string" },
 });
 const quick = args.quick;
 const asJson = args.json;
 const only = args.only;
-if (only !== undefined && only !== "start")
-  usageFail(import.meta.url, `--only: the one phase to pick is "start", not "${only}"`);
+if (only !== undefined && only !== "start" && only !== "requests")
+  usageFail(import.meta.url, `--only takes "start" or "requests", not "${only}"`);
 const STARTS = Number(args.starts ?? (quick ? 3 : 7));
 if (!Number.isInteger(STARTS) || STARTS < 1)
   usageFail(import.meta.url, `--starts takes a whole number of at least 1, not "${args.starts}"`);
+const ROUNDS = Number(args.rounds ?? (quick ? 3 : 7));
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  usageFail(import.meta.url, `--rounds takes a whole number of at least 1, not "${args.rounds}"`);
 const COLD_REQUESTS = 500;
 const WARM_REQUESTS = quick ? 300 : 1000;
 const STREAM_EVENTS = quick ? 20_000 : 100_000;
 const STREAM_ROUNDS = quick ? 1 : 5;
 const CONNECTIONS = 50;
 
-const log = (...a) => !asJson && console.error(...a);
+const began = performance.now();
+/** Where a run is (stderr, also with --json): a full run takes minutes. */
+const progress = (message) =>
+  console.error(
+    `[${((performance.now() - began) / 1000).toFixed(0)} s, load ${loadavg()[0].toFixed(1)}] ${message}`,
+  );
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const mib = (bytes) => Math.round((bytes / 1048576) * 10) / 10;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (values) => percentile(values, 50);
+/** The middle value (the mean of the two middle ones for an even count). */
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 
 function peerBinary() {
   if (process.env.SANDBOX_AGENT_RUST_BIN) return process.env.SANDBOX_AGENT_RUST_BIN;
@@ -193,14 +214,48 @@ async function session(conn) {
 
 const nodeArgs = splitNodeArgs(args["server-args"]);
 const floorServer = path.join(here, "node-floor-server.mjs");
-/** The three servers; the floor is started and polled exactly as ours is, with the same mock agent. */
+/**
+ * The V8 interrupt budget our server sets itself at its first work (server-v8-flags.ts): the floor
+ * runs once more with it on its command line in the request rounds, so that the CPU rows compare
+ * like with like (with V8's default the floor is still tiering up through requests 501–1,500).
+ */
+const SERVER_BUDGET = "--interrupt-budget=8000";
+/** The servers; the floor is started and polled exactly as ours is, with the same mock agent. */
 const start = (kind, bin, extraNodeArgs = []) =>
   kind === "ours"
     ? startServer([], undefined, [...nodeArgs, ...extraNodeArgs])
-    : kind === "floor"
-      ? startNode([...nodeArgs, ...extraNodeArgs, floorServer, process.execPath, mockAgentBin])
+    : kind === "floor" || kind === "floorBudget"
+      ? startNode([
+          ...nodeArgs,
+          ...(kind === "floorBudget" ? [SERVER_BUDGET] : []),
+          ...extraNodeArgs,
+          floorServer,
+          process.execPath,
+          mockAgentBin,
+        ])
       : startPeer(bin);
+/** The kinds of every row; the request rounds add `floorBudget`, the floor with our V8 budget. */
 const KINDS = ["ours", "rust", "floor"];
+const REQUEST_KINDS = [...KINDS, "floorBudget"];
+/** Column headings, and the short names of the ratio columns. */
+const LABELS = {
+  ours: "ours",
+  rust: "Rust 0.4.2",
+  floor: "Node floor",
+  floorBudget: `floor + \`${SERVER_BUDGET}\``,
+};
+const SHORT = { ours: "ours", rust: "Rust", floor: "floor", floorBudget: "floor+budget" };
+
+/** Stops a server and waits for it to exit, so its shutdown does not overlap the next server's rows. */
+async function stop(server) {
+  const { child } = server;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  server.stop();
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
+}
 
 /** Spawn → exit of `node -e 0`: what starting the Node runtime costs before any server code runs. */
 async function measureEmptyNode() {
@@ -215,7 +270,7 @@ async function measureStart(kind, bin) {
   const server = await start(kind, bin);
   await sleep(1000);
   const idle = rss(server.child.pid);
-  server.stop();
+  await stop(server);
   return { startMs: server.startMs, listenMs: server.listenMs, idleRss: idle };
 }
 
@@ -318,56 +373,152 @@ async function profileRequests(dir) {
   }
 }
 
+/** The request rows (one round of one server), rounded as they are reported. */
+const REQUEST_FIGURES = [
+  "coldP50Ms",
+  "coldP99Ms",
+  "warmMeanMs",
+  "cpuPerWarmRequestUs",
+  "cpuPerSteadyRequestUs",
+  "systemCpuPerSteadyRequestUs",
+];
+const requestFigures = (r) => ({
+  coldP50Ms: Number(r.coldP50.toFixed(3)),
+  coldP99Ms: Number(r.coldP99.toFixed(3)),
+  warmMeanMs: Number(r.warmMean.toFixed(3)),
+  cpuPerWarmRequestUs: Math.round(r.cpuPerRequestUs),
+  cpuPerSteadyRequestUs: Math.round(r.steadyUserUs + r.steadySystemUs),
+  systemCpuPerSteadyRequestUs: Math.round(r.steadySystemUs),
+});
+/** The ratios reported per round, [numerator, denominator] kinds. */
+const RATIOS = [
+  ["ours", "rust"],
+  ["floor", "rust"],
+  ["floorBudget", "rust"],
+  ["ours", "floor"],
+  ["ours", "floorBudget"],
+];
+const ratioOf = (a, b) => (b === 0 ? null : Number((a / b).toFixed(2)));
+
+/**
+ * The request rows, `ROUNDS` times: each round starts a fresh server of every request kind and
+ * measures them one at a time, in an order rotated by one per round so that no kind always goes
+ * first; a round's servers stop at its end and are waited for, so that no shutdown overlaps the
+ * next round, except the last round's ours, Rust and floor when `keep` (the streaming and
+ * 50-connection rows run on them, as on the one server per kind before there were rounds).
+ */
+async function requestRounds(bin, keep) {
+  const rounds = [];
+  let kept = {};
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = REQUEST_KINDS.map((_, i) => REQUEST_KINDS[(i + r) % REQUEST_KINDS.length]);
+    const round = { order };
+    const servers = {};
+    for (const kind of order) {
+      servers[kind] = await start(kind, bin);
+      round[kind] = requestFigures(await measureRequests(kind, servers[kind]));
+    }
+    rounds.push(round);
+    const f = (kind) =>
+      `${kind} ${round[kind].coldP50Ms.toFixed(2)} / ${round[kind].coldP99Ms.toFixed(1)} ms, ` +
+      `${round[kind].cpuPerWarmRequestUs} / ${round[kind].cpuPerSteadyRequestUs} µs`;
+    progress(
+      `request round ${r + 1}/${ROUNDS} (cold p50 / p99, CPU per turn 501–1,500 / 1,501–2,500): ` +
+        order.map(f).join("; "),
+    );
+    const last = r === ROUNDS - 1;
+    for (const kind of order)
+      if (last && keep && KINDS.includes(kind)) kept[kind] = servers[kind];
+      else await stop(servers[kind]);
+  }
+  return { rounds, servers: kept };
+}
+
+/**
+ * Per kind the median of each request figure over the rounds and its range; per ratio of
+ * `RATIOS` and figure, the ratio in each round, their median and in how many rounds it was ≤ 1.
+ */
+function summarizeRequests(rounds) {
+  const perKind = {};
+  for (const kind of REQUEST_KINDS) {
+    perKind[kind] = { requestRange: {} };
+    for (const figure of REQUEST_FIGURES) {
+      const values = rounds.map((round) => round[kind][figure]);
+      const middle = median(values);
+      perKind[kind][figure] = figure.endsWith("Us") ? Math.round(middle) : Number(middle.toFixed(3));
+      perKind[kind].requestRange[figure] = [Math.min(...values), Math.max(...values)];
+    }
+  }
+  const ratios = {};
+  for (const [a, b] of RATIOS) {
+    const byFigure = (ratios[`${a}/${b}`] = {});
+    for (const figure of REQUEST_FIGURES) {
+      const perRound = rounds.map((round) => ratioOf(round[a][figure], round[b][figure]));
+      const known = perRound.filter((x) => x !== null);
+      byFigure[figure] = {
+        median: known.length ? Number(median(known).toFixed(2)) : null,
+        perRound,
+        roundsAtOrUnder1: known.filter((x) => x <= 1).length,
+      };
+    }
+  }
+  return { perKind, ratios, rounds };
+}
+
 async function main() {
   if (args.profile !== undefined) return profileRequests(args.profile);
   const bin = peerBinary();
   const kinds = KINDS;
-  const starts = { ours: [], rust: [], floor: [] };
-  const emptyNode = [];
-  for (let i = 0; i < STARTS; i++) {
-    for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
-    emptyNode.push(await measureEmptyNode());
+  const load = { before: loadavg().map((x) => Number(x.toFixed(2))) };
+  const done = (summary) => {
+    load.after = loadavg().map((x) => Number(x.toFixed(2)));
+    summary.loadAverage = load;
+    report(kinds, summary);
+  };
+  let summary = {};
+  if (only !== "requests") {
+    const starts = { ours: [], rust: [], floor: [] };
+    const emptyNode = [];
+    for (let i = 0; i < STARTS; i++) {
+      for (const kind of kinds) starts[kind].push(await measureStart(kind, bin));
+      emptyNode.push(await measureEmptyNode());
+    }
+    progress(`start and idle RSS measured (${STARTS} rounds)`);
+    summary = summarizeStarts(kinds, starts, emptyNode);
+    if (only === "start") return done(summary);
   }
-  log("start and idle RSS measured");
-  if (only === "start") return report(kinds, summarizeStarts(kinds, starts, emptyNode));
-  const results = {};
-  for (const kind of kinds) {
-    const server = await start(kind, bin);
-    const requests = await measureRequests(kind, server);
-    log(kind, "requests", requests);
-    results[kind] = { requests, server };
-  }
+  const { rounds, servers } = await requestRounds(bin, only !== "requests");
+  const requests = summarizeRequests(rounds);
+  for (const kind of REQUEST_KINDS) summary[kind] = { ...summary[kind], ...requests.perKind[kind] };
+  summary.requestRatios = requests.ratios;
+  summary.requestRounds = rounds;
+  if (only === "requests") return done(summary);
   const streams = { ours: [], rust: [], floor: [] };
   for (let i = 0; i < STREAM_ROUNDS; i++)
-    for (const kind of kinds) streams[kind].push(await measureStream(kind, results[kind].server));
-  log(
-    "streams (updates/s per round)",
-    Object.fromEntries(kinds.map((kind) => [kind, streams[kind].map((x) => Math.round(x.eventsPerSec))])),
+    for (const kind of kinds) streams[kind].push(await measureStream(kind, servers[kind]));
+  progress(
+    `streams (updates/s per round) ${JSON.stringify(
+      Object.fromEntries(kinds.map((kind) => [kind, streams[kind].map((x) => Math.round(x.eventsPerSec))])),
+    )}`,
   );
+  const rss50 = {};
   for (const kind of kinds) {
-    results[kind].rss50 = await measureConnections(kind, results[kind].server);
-    results[kind].server.stop();
+    rss50[kind] = await measureConnections(kind, servers[kind]);
+    await stop(servers[kind]);
   }
   // The same on a fresh server: what connections hold, without what the streams above left behind.
   for (const kind of kinds) {
     const server = await start(kind, bin);
-    results[kind].rss50Fresh = await measureConnections(kind, server);
-    server.stop();
+    Object.assign(summary[kind], {
+      rss50MiB: mib(rss50[kind]),
+      rss50FreshServerMiB: mib(await measureConnections(kind, server)),
+    });
+    await stop(server);
   }
-  const summary = summarizeStarts(kinds, starts, emptyNode);
+  progress("RSS with 50 connections measured");
   for (const kind of kinds) {
     const s = streams[kind];
     Object.assign(summary[kind], {
-      coldP50Ms: Number(results[kind].requests.coldP50.toFixed(3)),
-      coldP99Ms: Number(results[kind].requests.coldP99.toFixed(3)),
-      warmMeanMs: Number(results[kind].requests.warmMean.toFixed(3)),
-      cpuPerWarmRequestUs: Math.round(results[kind].requests.cpuPerRequestUs),
-      cpuPerSteadyRequestUs: Math.round(
-        results[kind].requests.steadyUserUs + results[kind].requests.steadySystemUs,
-      ),
-      systemCpuPerSteadyRequestUs: Math.round(results[kind].requests.steadySystemUs),
-      rss50MiB: mib(results[kind].rss50),
-      rss50FreshServerMiB: mib(results[kind].rss50Fresh),
       streamEventsPerSec: Math.round(median(s.map((x) => x.eventsPerSec))),
       // Each server's best round too: the one least disturbed by whatever else shares the cores.
       streamBestEventsPerSec: Math.round(Math.max(...s.map((x) => x.eventsPerSec))),
@@ -377,7 +528,7 @@ async function main() {
       streamInOrder: s.every((x) => x.ordered),
     });
   }
-  report(kinds, summary);
+  done(summary);
 }
 
 /** Medians of the start rounds (and start → health's 90th percentile): per server start → health, → "listening" line, idle RSS. */
@@ -400,24 +551,75 @@ function summarizeStarts(kinds, starts, emptyNode) {
   return summary;
 }
 
+const table = (head, rows) =>
+  [
+    `| ${head.join(" | ")} |`,
+    `| ${head.map(() => "---").join(" | ")} |`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
+
 function report(kinds, summary) {
   if (asJson) return console.log(JSON.stringify(summary, null, 2));
   const ratio = (a, b) =>
     typeof a === "number" && typeof b === "number" && b !== 0 ? (a / b).toFixed(2) : "";
-  const rows = Object.keys(summary.ours).map((key) => {
-    const [ours, rust, floor] = kinds.map((kind) => summary[kind][key]);
-    return `| ${key} | ${ours} | ${rust} | ${floor} | ${ratio(ours, rust)} | ${ratio(floor, rust)} | ${ratio(ours, floor)} |`;
-  });
-  console.log(
-    [
-      "| figure | ours | Rust 0.4.2 | Node floor | ours / Rust | floor / Rust | ours / floor |",
-      "| --- | --- | --- | --- | --- | --- | --- |",
-      ...rows,
-    ].join("\n"),
-  );
-  console.log(
-    `\n\`node -e 0\`, spawn → exit (ms, median / p90 of ${STARTS}, in the same rounds): ${summary.emptyNodeMs} / ${summary.emptyNodeP90Ms}`,
-  );
+  const ratioName = ([a, b]) => `${SHORT[a]} / ${SHORT[b]}`;
+  const out = [];
+  if (summary.requestRatios) {
+    const n = summary.requestRounds.length;
+    out.push(
+      `Request rows: median (min–max) of ${n} round${n === 1 ? "" : "s"}, each on fresh servers in rotating order;` +
+        ` the ratios are the median of the ratios within each round.`,
+      table(
+        ["figure", ...REQUEST_KINDS.map((k) => LABELS[k]), ...RATIOS.map(ratioName)],
+        REQUEST_FIGURES.map((figure) => [
+          figure,
+          ...REQUEST_KINDS.map((kind) => {
+            const [lo, hi] = summary[kind].requestRange[figure];
+            return n === 1 ? `${summary[kind][figure]}` : `${summary[kind][figure]} (${lo}–${hi})`;
+          }),
+          ...RATIOS.map(([a, b]) => summary.requestRatios[`${a}/${b}`][figure].median ?? ""),
+        ]),
+      ),
+      "",
+      `floor+budget: the Node floor with our server's V8 interrupt budget (${SERVER_BUDGET}, which ours sets at its first work).`,
+      "",
+      "Ratios to the Rust peer per round (the round's order in its heading), their median, and the rounds at or under 1:",
+      table(
+        ["ratio", ...summary.requestRounds.map((r, i) => `${i + 1}: ${r.order.join(", ")}`), "median", "≤ 1"],
+        ["coldP50Ms", "coldP99Ms", "cpuPerWarmRequestUs", "cpuPerSteadyRequestUs"].flatMap((figure) =>
+          RATIOS.filter(([, b]) => b === "rust").map(([a, b]) => {
+            const x = summary.requestRatios[`${a}/${b}`][figure];
+            return [
+              `${figure}, ${ratioName([a, b])}`,
+              ...x.perRound.map((v) => v ?? ""),
+              x.median ?? "",
+              `${x.roundsAtOrUnder1} of ${n}`,
+            ];
+          }),
+        ),
+      ),
+      "",
+    );
+  }
+  const requestOnly = new Set([...REQUEST_FIGURES, "requestRange"]);
+  const keys = Object.keys(summary.ours).filter((key) => !requestOnly.has(key));
+  if (keys.length)
+    out.push(
+      table(
+        ["figure", ...kinds.map((k) => LABELS[k]), "ours / Rust", "floor / Rust", "ours / floor"],
+        keys.map((key) => {
+          const [ours, rust, floor] = kinds.map((kind) => summary[kind][key]);
+          return [key, ours, rust, floor, ratio(ours, rust), ratio(floor, rust), ratio(ours, floor)];
+        }),
+      ),
+    );
+  if (summary.emptyNodeMs !== undefined)
+    out.push(
+      `\n\`node -e 0\`, spawn → exit (ms, median / p90 of ${STARTS}, in the same rounds): ${summary.emptyNodeMs} / ${summary.emptyNodeP90Ms}`,
+    );
+  const { before, after } = summary.loadAverage;
+  out.push(`\nLoad average (1, 5, 15 min) before: ${before.join(", ")}; after: ${after.join(", ")}`);
+  console.log(out.join("\n"));
 }
 
 runMain(main);
