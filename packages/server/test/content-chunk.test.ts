@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MAX_TEXT_CHUNK_LINE, textChunkSession as onByteString } from "../src/runtime/content-chunk.js";
+import { MAX_TEXT_CHUNK_LINE, TextChunkScanner } from "../src/runtime/content-chunk.js";
 
 const KINDS = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
 
@@ -11,8 +11,20 @@ const chunk = (text: string, sessionUpdate = "agent_message_chunk", sessionId = 
     params: { sessionId, update: { sessionUpdate, content: { type: "text", text } } },
   });
 
-/** The recogniser on a line's bytes, given as the byte string the line splitter makes. */
-const textChunkSession = (bytes: Buffer) => onByteString(bytes.toString("latin1"));
+const scanner = new TextChunkScanner();
+
+/**
+ * The recogniser on a line's bytes, given as the byte string the line splitter makes: followed by
+ * CRLF, so that all of them are the line (a CR at its end too); where the scanner says the line
+ * ends and the next begins is checked as well.
+ */
+function textChunkSession(bytes: Buffer): string | undefined {
+  const line = bytes.toString("latin1");
+  const session = scanner.match(`${line}\r\n`, 0);
+  if (session !== undefined)
+    assert.deepEqual([scanner.lineEnd, scanner.next], [line.length, line.length + 2]);
+  return session;
+}
 const recognised = (line: string | Buffer) => textChunkSession(Buffer.from(line));
 
 /**
