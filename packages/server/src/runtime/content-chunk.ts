@@ -67,30 +67,40 @@ const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"ses
 
 /** Session ids longer than this get no pattern of their own (see `TextChunkScanner`). */
 const MAX_PATTERN_ID = 256;
-/** Patterns of this many session ids are kept per connection; past it the cache starts again. */
-const MAX_PATTERNS = 32;
+/** A session gets a pattern of its own at its this-many-th chunk (see `TextChunkScanner`). */
+const PATTERN_AFTER = 1024;
+/** This many sessions are remembered per connection; past it the scanner starts again. */
+const MAX_SESSIONS = 32;
+
+interface ScannedSession {
+  /** The id, as a string of its own: the same one for every chunk of the session. */
+  id: string;
+  /** Chunks seen so far (up to `PATTERN_AFTER`). */
+  chunks: number;
+  /** A pattern with this id written in (`textChunkLine`), once the session had `PATTERN_AFTER` chunks. */
+  line: RegExp | undefined;
+}
 
 /**
  * Recognises text-chunk lines in the agent's output where they are: in the byte string of a
  * chunk's whole lines (`line-splitter.ts`), each line at its offset, with no string cut per line
  * (a sticky pattern, not `^…$` on a slice). One per connection.
  *
- * The session id is checked by the pattern too: the id of the previous chunk is written into a
- * pattern of its own (its characters as `\xHH` escapes), tried first, so a run of one session's
- * chunks costs one match of a literal where the pattern for any id was followed by an `indexOf`
- * of the previous id (~60–70 against ~170–200 ns per 200-byte line; a cut per line, ~40 ns more).
- * A line of another session is matched by the general pattern, its id cut out, and that id's
- * pattern made (once: they are cached) or found.
+ * The session id: a line the pattern for any id matches belongs to the previous chunk's session
+ * when that id and a quote stand where the id starts (`startsWith`; the pattern says the id has
+ * no `"`), else its id is cut out and looked up. A session that streams long gets a pattern with
+ * its id written in (as `\xHH` escapes), tried first: one match of a literal where the general
+ * pattern and the id check took ~60–80 ns more per 200-byte line. Making one costs ~0.25 ms
+ * (parsing, then compiling the pattern to machine code at its second use), so only a session's
+ * 1,024th chunk makes it: a session with fewer never pays, and one of a few thousand chunks or
+ * more gains.
  */
 export class TextChunkScanner {
   /** After a match: the end of the line's bytes (before its break) and the start of the next line. */
   lineEnd = 0;
   next = 0;
-  private session = "";
-  private sessionLine: RegExp | undefined;
-  private readonly patterns = new Map<string, RegExp>();
-  /** The same id string for every chunk of a session (the session store compares ids by identity). */
-  private readonly ids = new Map<string, string>();
+  private current: ScannedSession = { id: "", chunks: 0, line: undefined };
+  private readonly sessions = new Map<string, ScannedSession>();
 
   /**
    * The session id of the text-chunk notification in canonical form that starts at `from` of
@@ -101,31 +111,41 @@ export class TextChunkScanner {
     // Only a rest of the text that could hold a longer line is searched for the line's end.
     if (text.length - from > MAX_TEXT_CHUNK_LINE + 1 && text.indexOf("\n", from) - from > MAX_TEXT_CHUNK_LINE)
       return undefined;
-    const known = this.sessionLine;
-    if (known !== undefined) {
-      known.lastIndex = from;
-      if (known.test(text)) return this.found(text, known.lastIndex, this.session);
+    let session = this.current;
+    const own = session.line;
+    if (own !== undefined) {
+      own.lastIndex = from;
+      if (own.test(text)) return this.found(text, own.lastIndex, session.id);
     }
     ANY_SESSION.lastIndex = from;
     if (!ANY_SESSION.test(text)) return undefined;
     const at = from + SESSION_ID_AT;
-    // The id is ASCII without `"` (the pattern says so): it ends at the next quote.
-    const cut = text.slice(at, text.indexOf('"', at));
-    let id = this.ids.get(cut);
-    if (id === undefined) {
-      if (this.ids.size >= MAX_PATTERNS) {
-        this.ids.clear();
-        this.patterns.clear();
-      }
+    const { id } = session;
+    // An id of a session with its own pattern is not this line's: that pattern failed.
+    if (own !== undefined || text.charCodeAt(at + id.length) !== 34 || !text.startsWith(id, at)) {
+      session = this.lookUp(text.slice(at, text.indexOf('"', at)));
+      this.current = session;
+    }
+    if (
+      session.chunks < PATTERN_AFTER &&
+      ++session.chunks === PATTERN_AFTER &&
+      session.id.length <= MAX_PATTERN_ID
+    )
+      session.line = textChunkLine(escapeAll(session.id));
+    return this.found(text, ANY_SESSION.lastIndex, session.id);
+  }
+
+  private lookUp(cut: string): ScannedSession {
+    let session = this.sessions.get(cut);
+    if (session === undefined) {
+      if (this.sessions.size >= MAX_SESSIONS) this.sessions.clear();
       // Cut from the text it would be a view of it, and the text a view of the agent's whole output
       // chunk: kept in a session record, it would keep that chunk alive. A copy is made once per id.
-      id = ` ${cut}`.slice(1);
-      this.ids.set(id, id);
-      if (id.length <= MAX_PATTERN_ID) this.patterns.set(id, textChunkLine(escapeAll(id)));
+      const id = ` ${cut}`.slice(1);
+      session = { id, chunks: 0, line: undefined };
+      this.sessions.set(id, session);
     }
-    this.session = id;
-    this.sessionLine = this.patterns.get(id);
-    return this.found(text, ANY_SESSION.lastIndex, id);
+    return session;
   }
 
   private found(text: string, next: number, session: string): string {
