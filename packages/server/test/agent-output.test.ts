@@ -7,6 +7,8 @@ import { processesWith } from "./support/procs.js";
 import { agentText, RawConnection } from "./support/rpc.js";
 
 const muteLog = stdinLog();
+/** A session id of text chunks the connection never created (regexp characters in it on purpose). */
+const OTHER_SESSION = "other.session*(1)";
 
 /** The bytes of an SSE response body read over a raw HTTP/1.1 socket, until `until` matches them. */
 function rawSse(server: RunningServer, connectionId: string, cursor: string, until: RegExp): Promise<string> {
@@ -64,6 +66,11 @@ describe("agent output: SSE framing, stdout EOF", () => {
             `(line) => line.includes('"agent_message_chunk"') ? line + "\\r\\n" + line.replace('"jsonrpc":', '"jsonrpc": ') + "\\r" : line`,
           ),
           mute: mockWith("--ignore-stdin-eof", "--stdin-log", muteLog),
+          // Every text chunk followed by a copy for another session (not one of the connection's),
+          // the copy with CRLF and an empty line before it: sessions that alternate line by line.
+          alternate: filteredMock(
+            `(line) => line.includes('"agent_message_chunk"') ? line + "\\n\\n" + line.replace(/"sessionId":"[^"]*"/, '"sessionId":"${OTHER_SESSION}"') + "\\r" : line`,
+          ),
         },
         limits: { killGraceMs: 300 },
       },
@@ -115,6 +122,45 @@ describe("agent output: SSE framing, stdout EOF", () => {
     assert.ok(utf8.includes(`data: ${canonical}\n`), utf8.slice(0, 1000));
     assert.ok(utf8.includes(`data: ${canonical.replace('"jsonrpc":', '"jsonrpc": ')}\n`));
     assert.equal(body.includes("\r"), false);
+    sse.close();
+    await conn.delete();
+  });
+
+  it("text chunks of sessions that alternate line by line: each reaches the stream in order and counts for its own session", async () => {
+    // 3,000 chunks: past the chunk at which a session gets a pattern of its own (content-chunk.ts),
+    // which must then not take the other session's lines.
+    const conn = await RawConnection.open(server, "alternate");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const done = await conn.prompt(sse, sessionId, "chunks 3000", 60_000);
+    assert.equal(done.result?.stopReason, "end_turn");
+    const chunks = sse
+      .messages()
+      .filter((m) => m.method === "session/update")
+      .map((m) => {
+        const params = m.params as {
+          sessionId: string;
+          update: { sessionUpdate: string; content?: { text?: string } };
+        };
+        return [params.sessionId, params.update.sessionUpdate, params.update.content?.text];
+      })
+      .filter(([, kind]) => kind === "agent_message_chunk");
+    const expected = Array.from({ length: 3000 }, (_, i) => [
+      [sessionId, "agent_message_chunk", `chunk ${i + 1} `],
+      [OTHER_SESSION, "agent_message_chunk", `chunk ${i + 1} `],
+    ]).flat();
+    assert.deepEqual(chunks, expected);
+    const own = sse
+      .messages()
+      .filter(
+        (m) => m.method === "session/update" && (m.params as { sessionId: string }).sessionId === sessionId,
+      );
+    const res = await fetch(`${server.baseUrl}/v2/connections/${conn.id}`, { headers: server.headers() });
+    const snapshot = (await res.json()) as { sessions: Array<{ sessionId: string; eventCount: number }> };
+    assert.deepEqual(
+      snapshot.sessions.map((s) => [s.sessionId, s.eventCount]),
+      [[sessionId, own.length]],
+    );
     sse.close();
     await conn.delete();
   });

@@ -24,7 +24,7 @@ describe("the replay window", () => {
     it(`keeps the newest maxEvents events across commits of many sizes (${kind})`, () => {
       const window = new ByteWindow({ maxEvents: 100, maxBytes: 1e9 }, 1, backedByFile);
       for (let i = 1; i <= 5000; i++) {
-        window.append(`event ${i} ${"x".repeat(i % 300)}`, "utf8");
+        window.append(`event ${i} ${"x".repeat(i % 300)}`);
         if (i % 7 === 0) commit(window, backedByFile);
       }
       commit(window, backedByFile);
@@ -40,7 +40,7 @@ describe("the replay window", () => {
     it(`stays within maxBytes, framing included (${kind})`, () => {
       const window = new ByteWindow({ maxEvents: 1e9, maxBytes: 10_000 }, 1, backedByFile);
       for (let i = 1; i <= 5000; i++) {
-        window.append(`e${i} ${"y".repeat(100)}`, "utf8");
+        window.append(`e${i} ${"y".repeat(100)}`);
         commit(window, backedByFile);
       }
       const kept = window.nextSeq - window.firstSeq;
@@ -60,8 +60,8 @@ describe("the replay window", () => {
     const file = new ByteWindow({ maxEvents: 2, maxBytes: 1 }, 1, true);
     const memory = new ByteWindow({ maxEvents: 2, maxBytes: 1 }, 1, false);
     for (let i = 1; i <= 50; i++) {
-      file.append(`z${i}`, "utf8");
-      memory.append(`z${i}`, "utf8");
+      file.append(`z${i}`);
+      memory.append(`z${i}`);
     }
     file.trim();
     memory.trim();
@@ -79,7 +79,7 @@ describe("the replay window", () => {
       const window = new ByteWindow({ maxEvents: 2, maxBytes: 1 }, 1, backedByFile);
       window.hold(10);
       for (let i = 1; i <= 50; i++) {
-        window.append(`h${i}`, "utf8");
+        window.append(`h${i}`);
         if (i % 5 === 0) commit(window, backedByFile);
       }
       assert.equal(window.firstSeq, 11);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MAX_TEXT_CHUNK_LINE, textChunkSession as onByteString } from "../src/runtime/content-chunk.js";
+import { MAX_TEXT_CHUNK_LINE, TextChunkScanner } from "../src/runtime/content-chunk.js";
 
 const KINDS = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
 
@@ -11,8 +11,20 @@ const chunk = (text: string, sessionUpdate = "agent_message_chunk", sessionId = 
     params: { sessionId, update: { sessionUpdate, content: { type: "text", text } } },
   });
 
-/** The recogniser on a line's bytes, given as the byte string the line splitter makes. */
-const textChunkSession = (bytes: Buffer) => onByteString(bytes.toString("latin1"));
+const scanner = new TextChunkScanner();
+
+/**
+ * The recogniser on a line's bytes, given as the byte string the line splitter makes: followed by
+ * CRLF, so that all of them are the line (a CR at its end too); where the scanner says the line
+ * ends and the next begins is checked as well.
+ */
+function textChunkSession(bytes: Buffer): string | undefined {
+  const line = bytes.toString("latin1");
+  const session = scanner.match(`${line}\r\n`, 0);
+  if (session !== undefined)
+    assert.deepEqual([scanner.lineEnd, scanner.next], [line.length, line.length + 2]);
+  return session;
+}
 const recognised = (line: string | Buffer) => textChunkSession(Buffer.from(line));
 
 /**
@@ -244,6 +256,55 @@ describe("text chunk recognition on the agent's bytes", () => {
     assert.equal(recognised(withMeta), undefined);
     assert.equal(recognised(withMeta.slice(0, -2) + "}"), undefined);
     assert.equal(recognised(chunk(text)), "sess-1");
+  });
+
+  it("scans a text of many lines where they are: sessions that alternate, ids with pattern characters, CRLF, other lines", () => {
+    // Two sessions stream long enough to get a pattern of their own, each interleaved with others
+    // whose ids that pattern must not match if its characters were not escaped ("a.c" / "abc").
+    const long = ["a.c", "(a)|[b]{2}^$*?/-"];
+    const others = ["abc", "a+c", "aac", "a", "a.c2", "(a)|[b]{2}^$*?/", "(a)|[b]{2}^$*?/--", "xbbx"];
+    const other = '{"jsonrpc":"2.0","id":1,"result":{}}';
+    const expected: Array<[string | undefined, string]> = [];
+    let text = "";
+    for (let i = 0; i < 6000; i++) {
+      const id = i % 4 === 3 ? others[(i >> 2) % others.length]! : long[i < 3000 ? 0 : 1]!;
+      const line = chunk(`t${i} é "q"`, KINDS[i % 3], id);
+      text += `${line}${i % 5 === 0 ? "\r\n" : "\n"}`;
+      expected.push([id, line]);
+      if (i % 97 === 0) {
+        text += `${other}\n\n`;
+        expected.push([undefined, other], [undefined, ""]);
+      }
+    }
+    const scanner = new TextChunkScanner();
+    const bytes = Buffer.from(text, "utf8").toString("latin1");
+    const got: Array<[string | undefined, string]> = [];
+    for (let from = 0; from < bytes.length;) {
+      const session = scanner.match(bytes, from);
+      if (session !== undefined) {
+        got.push([session, bytes.slice(from, scanner.lineEnd)]);
+        from = scanner.next;
+      } else {
+        const nl = bytes.indexOf("\n", from);
+        got.push([undefined, bytes.slice(from, nl)]);
+        from = nl + 1;
+      }
+    }
+    const decoded = got.map(([id, line]): [string | undefined, string] => [
+      id,
+      Buffer.from(line, "latin1").toString("utf8"),
+    ]);
+    assert.deepEqual(decoded, expected);
+  });
+
+  it("keeps recognising every session past its cache of session patterns", () => {
+    const scanner = new TextChunkScanner();
+    for (let round = 0; round < 3; round++)
+      for (let i = 0; i < 100; i++) {
+        const line = `${chunk(`r${round}`, "agent_message_chunk", `s-${i}`)}\n`;
+        assert.equal(scanner.match(`x\n${line}`, 2), `s-${i}`);
+        assert.equal(scanner.next, line.length + 2);
+      }
   });
 
   it("leaves lines over the size limit to JSON.parse", () => {

@@ -58,6 +58,36 @@ describe("agent output lines", () => {
     }
   });
 
+  it("lets a consumer scan lines where they are first, as text and the same bytes, whatever the chunking", () => {
+    // Lines starting with "T" are taken by the scan; the others reach onLine. Both in order.
+    const lines: string[] = [];
+    for (let i = 0; i < 1500; i++)
+      lines.push(i % 9 === 0 ? "" : `${i % 2 ? "T" : "o"}${i} é ✓${i % 4 === 0 ? "\r" : ""}`);
+    const data = Buffer.from(lines.join("\n") + "\n");
+    const expected = lines
+      .filter((l) => l.length > 0)
+      .map((l) => `${l.startsWith("T") ? "scan" : "line"} ${l.endsWith("\r") ? l.slice(0, -1) : l}`);
+    for (const size of [1, 2, 3, 17, 1000, 65536]) {
+      const got: string[] = [];
+      const splitter = new LineSplitter(
+        1e7,
+        (line) => got.push(`line ${Buffer.from(line, "latin1").toString("utf8")}`),
+        () => assert.fail("no line is over the limit"),
+        (text, bytes, from) => {
+          assert.equal(Buffer.from(bytes).toString("latin1"), text);
+          assert.equal(text.at(-1), "\n");
+          if (text[from] !== "T") return -1;
+          const nl = text.indexOf("\n", from);
+          const end = text[nl - 1] === "\r" ? nl - 1 : nl;
+          got.push(`scan ${Buffer.from(bytes.subarray(from, end)).toString("utf8")}`);
+          return nl + 1;
+        },
+      );
+      for (let at = 0; at < data.length; at += size) splitter.push(data.subarray(at, at + size));
+      assert.deepEqual(got, expected, `chunks of ${size} bytes`);
+    }
+  });
+
   it("reports a partial line over the limit", () => {
     const sizes: number[] = [];
     const splitter = new LineSplitter(

@@ -67,11 +67,11 @@ describe("request journal: the requests a restart must answer", () => {
       const log = store.createLog(id, window);
       const dir = path.join(dataDir, "event-log", id);
       assert.equal(log.recordRequest(1), undefined);
-      log.append('{"jsonrpc":"2.0","method":"x"}', "utf8");
+      log.append('{"jsonrpc":"2.0","method":"x"}');
       log.commit();
       // Answered by the next event, appended but not written yet: still open on disk.
       log.settleRequest(1, log.nextSeq);
-      log.append('{"jsonrpc":"2.0","id":1,"result":{}}', "utf8");
+      log.append('{"jsonrpc":"2.0","id":1,"result":{}}');
       assert.deepEqual(openIn(dir), [1]);
       log.commit();
       if (fsync) assert.deepEqual(openIn(dir), [1], "settled before the answer was synced");
@@ -86,12 +86,12 @@ describe("request journal: the requests a restart must answer", () => {
     const crashed = diskStore(dataDir, DEFAULT_EVENT_LOG_OPTIONS, () => {});
     const log = crashed.createLog(id, window);
     // "b" was answered once before; its id is used again for a request still in flight.
-    log.append('{"jsonrpc":"2.0","id":"b","result":{}}', "utf8");
+    log.append('{"jsonrpc":"2.0","id":"b","result":{}}');
     log.commit();
     log.recordRequest("a");
     log.recordRequest("b");
     // The answer to "a" is written, and the process dies before the journal's `-` line.
-    log.append('{"result":{"stopReason":"end_turn"},"id":"a","jsonrpc":"2.0"}', "utf8");
+    log.append('{"result":{"stopReason":"end_turn"},"id":"a","jsonrpc":"2.0"}');
     log.commit();
     // No close: the next store takes the lock of a process that is gone (here: this one).
     const store = diskStore(dataDir, DEFAULT_EVENT_LOG_OPTIONS, () => {});

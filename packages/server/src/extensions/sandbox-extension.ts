@@ -239,7 +239,9 @@ export class SandboxExtension implements ConnectionExtension {
   agentTextChunk(sessionId: string, conn: ConnectionApi): boolean {
     const state = this.states.of(conn);
     this.countEvent(conn, sessionId);
-    return state.muted.has(sessionId) || state.applying.has(sessionId);
+    // Both are empty while a turn streams: a size check spares two hash lookups per chunk.
+    const { muted, applying } = state;
+    return (muted.size > 0 && muted.has(sessionId)) || (applying.size > 0 && applying.has(sessionId));
   }
 
   private countEvent(conn: ConnectionApi, sessionId: string) {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { AgentSpec } from "../agents/types.js";
-import { LineSplitter } from "./line-splitter.js";
+import { LineSplitter, type LineScan } from "./line-splitter.js";
 import type { OrphanGuard } from "./orphan-guard.js";
 import { TextRing } from "./ring-buffer.js";
 
@@ -20,6 +20,8 @@ export interface AgentProcessOptions {
   maxLineBytes: number;
   /** One line of stdout as a byte string (one character per byte, see `LineSplitter`). */
   onLine: (line: string) => void;
+  /** Takes lines where they are first (`LineSplitter`'s `scan`): those it takes skip `onLine`. */
+  scanLines?: LineScan;
   onOversizeLine: (bytes: number) => void;
   /** The agent closed its stdout but did not exit: no answer can come any more. */
   onOutputClosed: () => void;
@@ -86,7 +88,12 @@ export class AgentProcess {
     // Out of descriptors (EMFILE), Node cannot even make the pipes: "error" follows on the next tick.
     if (!stdin || !stdout || !stderr || child.pid === undefined) return child;
     options.guard?.add(child.pid);
-    const splitter = new LineSplitter(options.maxLineBytes, options.onLine, options.onOversizeLine);
+    const splitter = new LineSplitter(
+      options.maxLineBytes,
+      options.onLine,
+      options.onOversizeLine,
+      options.scanLines,
+    );
     stdout.on("data", (chunk: Buffer) => {
       if (!this.discarding) splitter.push(chunk);
     });

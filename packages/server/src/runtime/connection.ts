@@ -6,7 +6,7 @@ import {
   type ConnectionRecord,
   type ReattachMethod,
 } from "./connection-record.js";
-import { textChunkSession } from "./content-chunk.js";
+import { TextChunkScanner } from "./content-chunk.js";
 import { snapshotOf, type ConnectionSnapshot } from "./connection-snapshot.js";
 import {
   errorResponse,
@@ -21,7 +21,7 @@ import {
   type JsonRpcId,
   type JsonRpcMessage,
 } from "../protocol.js";
-import type { ConnectionLog, EventEncoding } from "../store/event-store.js";
+import type { ConnectionLog } from "../store/event-store.js";
 import { EventLog } from "./event-log.js";
 import type { ConnectionApi, ConnectionExtension } from "./extension.js";
 import type { ConnectionObserver } from "./observer.js";
@@ -186,8 +186,8 @@ export class Connection implements ConnectionApi {
   private markClosed!: () => void;
   /** Resolves once the connection is closed for good (streams bound to it end then). */
   readonly whenClosed = new Promise<void>((resolve) => (this.markClosed = resolve));
-  /** Whether text chunks may skip JSON.parse: no extension needs them parsed. */
-  private readonly textChunkFastPath: boolean;
+  /** Recognises text chunks, which skip JSON.parse; undefined when an extension needs them parsed. */
+  private readonly textChunks: TextChunkScanner | undefined;
   /**
    * The extensions that see text chunks, found once: looking `agentTextChunk` up on every
    * extension for every chunk was a property load on objects of as many shapes.
@@ -199,7 +199,8 @@ export class Connection implements ConnectionApi {
     this.epoch = options.epoch;
     this.agentId = options.launch?.agent.id ?? options.recovered!.record.agentId;
     this.createdAt = options.recovered?.record.createdAt ?? new Date().toISOString();
-    this.textChunkFastPath = options.extensions.every((e) => !e.agentMessage || e.agentTextChunk);
+    if (options.extensions.every((e) => !e.agentMessage || e.agentTextChunk))
+      this.textChunks = new TextChunkScanner();
     this.textChunkHooks = options.extensions.filter(
       (e): e is ConnectionExtension & Required<Pick<ConnectionExtension, "agentTextChunk">> =>
         e.agentTextChunk !== undefined,
@@ -243,6 +244,7 @@ export class Connection implements ConnectionApi {
           this.failed("agent output", error);
         }
       },
+      scanLines: this.textChunks && ((text, bytes, from) => this.scanAgentText(text, bytes, from)),
       onOversizeLine: (bytes) => {
         this.logger.error("agent wrote a line over the message limit; closing", {
           connection: shortId(this.id),
@@ -786,18 +788,31 @@ export class Connection implements ConnectionApi {
     await this.agent?.terminate(this.options.limits.killGraceMs);
   }
 
-  /** One line of the agent's stdout, as a byte string (one character per byte). */
-  private onAgentLine(bytes: string): void {
-    const chunkSession = this.textChunkFastPath ? textChunkSession(bytes) : undefined;
-    if (chunkSession !== undefined) {
-      if (this.reattaching.size > 0 && this.reattaching.has(chunkSession)) return;
+  /**
+   * The line at `from` of the agent's stdout (`text`: whole lines as a byte string, one character
+   * per byte, and `bytes` the same bytes) if it is a text chunk (`content-chunk.ts`); returns where
+   * the next line starts, or -1 for any other line (it goes to `onAgentLine`).
+   */
+  private scanAgentText(text: string, bytes: Uint8Array, from: number): number {
+    const scanner = this.textChunks!;
+    const session = scanner.match(text, from);
+    if (session === undefined) return -1;
+    const { lineEnd, next } = scanner;
+    try {
+      if (this.reattaching.size > 0 && this.reattaching.has(session)) return next;
       let dropped = false;
-      for (const ext of this.textChunkHooks)
-        dropped = ext.agentTextChunk(chunkSession, this) === true || dropped;
+      for (const ext of this.textChunkHooks) dropped = ext.agentTextChunk(session, this) === true || dropped;
       // Valid UTF-8 on one line, as re-encoding the message would give it: the agent's bytes go in.
-      if (!dropped) this.append(bytes, "latin1");
-      return;
+      if (!dropped) this.appendBytes(bytes, from, lineEnd);
+    } catch (error) {
+      // A callback of the agent's stdout: an exception must fail this connection, not the server.
+      this.failed("agent output", error);
     }
+    return next;
+  }
+
+  /** One line of the agent's stdout that is no text chunk, as a byte string (one character per byte). */
+  private onAgentLine(bytes: string): void {
     const line = Buffer.from(bytes, "latin1").toString("utf8");
     let message: JsonRpcMessage;
     try {
@@ -905,9 +920,16 @@ export class Connection implements ConnectionApi {
     this.persistAfterCommit();
   }
 
-  private append(data: string, encoding: EventEncoding = "utf8"): void {
+  private append(data: string): void {
     if (this.state === "closed") return;
-    this.outbound.append(data, encoding);
+    this.outbound.append(data);
+    this.options.observer?.event();
+  }
+
+  /** An agent's line as its UTF-8 bytes (copied into the log). */
+  private appendBytes(bytes: Uint8Array, start: number, end: number): void {
+    if (this.state === "closed") return;
+    this.outbound.appendBytes(bytes, start, end);
     this.options.observer?.event();
   }
 

@@ -38,11 +38,23 @@ const UTF8_CHAR = [
   String.raw`\xf4[\x80-\x8f][\x80-\xbf]{2}`,
 ].join("|");
 const ESCAPE = String.raw`\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}`;
-const TEXT_CHUNK_LINE = new RegExp(
-  String.raw`^\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"${ASCII_CHAR}+",` +
-    String.raw`"update":\{"sessionUpdate":"(?:agent_message_chunk|agent_thought_chunk|user_message_chunk)",` +
-    String.raw`"content":\{"type":"text","text":"${ASCII_CHAR}*(?:(?:${ESCAPE}|${UTF8_CHAR})${ASCII_CHAR}*)*"\}\}\}\}$`,
-);
+
+/**
+ * A text-chunk line whose session id is `id` (a pattern), at the pattern's `lastIndex` of a text
+ * of whole lines (sticky): the line and its break, `\n` or `\r\n` (the CR is the break's, as the
+ * line splitter has it).
+ */
+function textChunkLine(id: string): RegExp {
+  return new RegExp(
+    String.raw`\{"jsonrpc":"2\.0","method":"session/update","params":\{"sessionId":"${id}",` +
+      String.raw`"update":\{"sessionUpdate":"(?:agent_message_chunk|agent_thought_chunk|user_message_chunk)",` +
+      String.raw`"content":\{"type":"text","text":"${ASCII_CHAR}*(?:(?:${ESCAPE}|${UTF8_CHAR})${ASCII_CHAR}*)*"\}\}\}\}\r?\n`,
+    "y",
+  );
+}
+
+/** Any session id: printable ASCII without `"` or `\`. */
+const ANY_SESSION = textChunkLine(`${ASCII_CHAR}+`);
 
 /**
  * Longer lines are left to JSON.parse: the fast path is for the many small chunks of a stream, and
@@ -53,26 +65,99 @@ export const MAX_TEXT_CHUNK_LINE = 64 * 1024;
 /** Where a text chunk's session id starts. */
 const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'.length;
 
-/** The session id the previous text chunk named, as a string of its own, and it with the quote that ends it. */
-let lastSession = "";
-let lastSessionQuoted = '"';
+/** Session ids longer than this get no pattern of their own (see `TextChunkScanner`). */
+const MAX_PATTERN_ID = 256;
+/** A session gets a pattern of its own at its this-many-th chunk (see `TextChunkScanner`). */
+const PATTERN_AFTER = 1024;
+/** This many sessions are remembered per connection; past it the scanner starts again. */
+const MAX_SESSIONS = 32;
+
+interface ScannedSession {
+  /** The id, as a string of its own: the same one for every chunk of the session. */
+  id: string;
+  /** Chunks seen so far (up to `PATTERN_AFTER`). */
+  chunks: number;
+  /** A pattern with this id written in (`textChunkLine`), once the session had `PATTERN_AFTER` chunks. */
+  line: RegExp | undefined;
+}
 
 /**
- * The session id of a text-chunk notification line in canonical form, the line given as a byte
- * string (one character per byte, without its line break); `undefined` for any other line.
+ * Recognises text-chunk lines in the agent's output where they are: in the byte string of a
+ * chunk's whole lines (`line-splitter.ts`), each line at its offset, with no string cut per line
+ * (a sticky pattern, not `^…$` on a slice). One per connection.
+ *
+ * The session id: a line the pattern for any id matches belongs to the previous chunk's session
+ * when that id and a quote stand where the id starts (`startsWith`; the pattern says the id has
+ * no `"`), else its id is cut out and looked up. A session that streams long gets a pattern with
+ * its id written in (as `\xHH` escapes), tried first: one match of a literal where the general
+ * pattern and the id check took ~60–80 ns more per 200-byte line. Making one costs ~0.25 ms
+ * (parsing, then compiling the pattern to machine code at its second use), so only a session's
+ * 1,024th chunk makes it: a session with fewer never pays, and one of a few thousand chunks or
+ * more gains.
  */
-export function textChunkSession(line: string): string | undefined {
-  if (line.length > MAX_TEXT_CHUNK_LINE || !TEXT_CHUNK_LINE.test(line)) return undefined;
-  // The id is ASCII (the same as bytes or as text), not empty, and has no `"` (nor escapes): it
-  // ends at the next one, so the previous id and its quote found right where the id starts are
-  // the whole id. One search: `startsWith` at an offset took ~170 ns on these lines, about as long
-  // as the pattern, where `indexOf` takes ~30–80 ns.
-  if (line.indexOf(lastSessionQuoted, SESSION_ID_AT) === SESSION_ID_AT) return lastSession;
-  const end = line.indexOf('"', SESSION_ID_AT);
-  // Cut from the line it would be a view of it, and the line a view of the agent's whole output
-  // chunk (`line-splitter.ts`): kept in a session record, it would keep that chunk alive. The copy
-  // is made once for a run of chunks of one session.
-  lastSession = ` ${line.slice(SESSION_ID_AT, end)}`.slice(1);
-  lastSessionQuoted = `${lastSession}"`;
-  return lastSession;
+export class TextChunkScanner {
+  /** After a match: the end of the line's bytes (before its break) and the start of the next line. */
+  lineEnd = 0;
+  next = 0;
+  private current: ScannedSession = { id: "", chunks: 0, line: undefined };
+  private readonly sessions = new Map<string, ScannedSession>();
+
+  /**
+   * The session id of the text-chunk notification in canonical form that starts at `from` of
+   * `text` (whole lines, each ending in `\n`), and `lineEnd`/`next` set; `undefined` for any other
+   * line.
+   */
+  match(text: string, from: number): string | undefined {
+    // Only a rest of the text that could hold a longer line is searched for the line's end.
+    if (text.length - from > MAX_TEXT_CHUNK_LINE + 1 && text.indexOf("\n", from) - from > MAX_TEXT_CHUNK_LINE)
+      return undefined;
+    let session = this.current;
+    const own = session.line;
+    if (own !== undefined) {
+      own.lastIndex = from;
+      if (own.test(text)) return this.found(text, own.lastIndex, session.id);
+    }
+    ANY_SESSION.lastIndex = from;
+    if (!ANY_SESSION.test(text)) return undefined;
+    const at = from + SESSION_ID_AT;
+    const { id } = session;
+    // An id of a session with its own pattern is not this line's: that pattern failed.
+    if (own !== undefined || text.charCodeAt(at + id.length) !== 34 || !text.startsWith(id, at)) {
+      session = this.lookUp(text.slice(at, text.indexOf('"', at)));
+      this.current = session;
+    }
+    if (
+      session.chunks < PATTERN_AFTER &&
+      ++session.chunks === PATTERN_AFTER &&
+      session.id.length <= MAX_PATTERN_ID
+    )
+      session.line = textChunkLine(escapeAll(session.id));
+    return this.found(text, ANY_SESSION.lastIndex, session.id);
+  }
+
+  private lookUp(cut: string): ScannedSession {
+    let session = this.sessions.get(cut);
+    if (session === undefined) {
+      if (this.sessions.size >= MAX_SESSIONS) this.sessions.clear();
+      // Cut from the text it would be a view of it, and the text a view of the agent's whole output
+      // chunk: kept in a session record, it would keep that chunk alive. A copy is made once per id.
+      const id = ` ${cut}`.slice(1);
+      session = { id, chunks: 0, line: undefined };
+      this.sessions.set(id, session);
+    }
+    return session;
+  }
+
+  private found(text: string, next: number, session: string): string {
+    this.next = next;
+    this.lineEnd = text.charCodeAt(next - 2) === 13 ? next - 2 : next - 1;
+    return session;
+  }
+}
+
+/** Every character of `id` as a `\xHH` escape (the id is ASCII): a literal in a pattern. */
+function escapeAll(id: string): string {
+  let out = "";
+  for (let i = 0; i < id.length; i++) out += `\\x${id.charCodeAt(i).toString(16).padStart(2, "0")}`;
+  return out;
 }

@@ -1,5 +1,5 @@
 import { batchLength, type EventBatch } from "../store/event-batch.js";
-import type { ConnectionLog, EventEncoding } from "../store/event-store.js";
+import type { ConnectionLog } from "../store/event-store.js";
 
 export { batchLength, eventBytes, type EventBatch } from "../store/event-batch.js";
 
@@ -24,11 +24,18 @@ export class EventLog {
     store.hold(this.writtenSeq);
   }
 
-  /** Appends an event (see `ConnectionLog.append`); returns its sequence number. */
-  append(data: string, encoding: EventEncoding): number {
+  /** Appends an event given as text (see `ConnectionLog.append`); returns its sequence number. */
+  append(data: string): number {
     this.unread.push(data.length);
     this.unreadBytes += data.length;
-    return this.store.append(data, encoding);
+    return this.store.append(data);
+  }
+
+  /** Appends an event given as UTF-8 bytes (see `ConnectionLog.appendBytes`); returns its sequence number. */
+  appendBytes(bytes: Uint8Array, start: number, end: number): number {
+    this.unread.push(end - start);
+    this.unreadBytes += end - start;
+    return this.store.appendBytes(bytes, start, end);
   }
 
   get lastSeq(): number {

@@ -1,4 +1,4 @@
-import { CorruptLogError, type EventEncoding } from "../store/event-store.js";
+import { CorruptLogError } from "../store/event-store.js";
 import { batchLength, type EventBatch, type EventLog } from "./event-log.js";
 
 /** What a transport is told about its reader. */
@@ -70,9 +70,20 @@ export class Outbound {
   }
 
   /** Appends one event (a JSON-RPC message on one line; see `ConnectionLog.append`). */
-  append(data: string, encoding: EventEncoding): void {
+  append(data: string): void {
     if (this.closed) return;
-    this.log.append(data, encoding);
+    this.log.append(data);
+    this.appended();
+  }
+
+  /** Appends one event as UTF-8 bytes (see `ConnectionLog.appendBytes`). */
+  appendBytes(bytes: Uint8Array, start: number, end: number): void {
+    if (this.closed) return;
+    this.log.appendBytes(bytes, start, end);
+    this.appended();
+  }
+
+  private appended(): void {
     this.updateBackpressure(false);
     this.scheduleCommit();
   }

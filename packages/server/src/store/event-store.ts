@@ -7,13 +7,13 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { ByteWindow, type EventBatch, type EventEncoding, type WindowLimits } from "./byte-window.js";
+import { ByteWindow, type EventBatch, type WindowLimits } from "./byte-window.js";
 import { batchLength } from "./event-batch.js";
 import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
 import { RequestJournal, type RequestId } from "./request-journal.js";
 
-export type { EventBatch, EventEncoding, WindowLimits } from "./byte-window.js";
+export type { EventBatch, WindowLimits } from "./byte-window.js";
 export { CorruptLogError } from "./segments.js";
 export type { Repair } from "./segments.js";
 export type { StateTable } from "./tables.js";
@@ -60,11 +60,10 @@ export interface ConnectionLog {
   readonly failure: Error | undefined;
   /** Called when `durableSeq` moves on by itself (a sync completed, a failed write succeeded). */
   onDurable: (() => void) | undefined;
-  /**
-   * Appends one event, its JSON as text (`utf8`: encoded) or as a byte string (`latin1`: one
-   * character per byte of UTF-8, the bytes taken as they are); returns its seq.
-   */
-  append(data: string, encoding: EventEncoding): number;
+  /** Appends one event, its JSON as text (encoded to UTF-8); returns its seq. */
+  append(data: string): number;
+  /** Appends one event, its JSON as UTF-8 bytes: `bytes` from `start` to `end` (copied); returns its seq. */
+  appendBytes(bytes: Uint8Array, start: number, end: number): number;
   /** Writes what was appended since the last commit. */
   commit(): void;
   /**
@@ -157,8 +156,12 @@ class MemoryLog implements ConnectionLog {
     return this.window.firstSeq - 1;
   }
 
-  append(data: string, encoding: EventEncoding): number {
-    return this.window.append(data, encoding);
+  append(data: string): number {
+    return this.window.append(data);
+  }
+
+  appendBytes(bytes: Uint8Array, start: number, end: number): number {
+    return this.window.appendBytes(bytes, start, end);
   }
 
   commit(): void {
@@ -444,8 +447,12 @@ class DiskLog implements ConnectionLog {
     return this.files.oldestSeq - 1;
   }
 
-  append(data: string, encoding: EventEncoding): number {
-    return this.window.append(data, encoding);
+  append(data: string): number {
+    return this.window.append(data);
+  }
+
+  appendBytes(bytes: Uint8Array, start: number, end: number): number {
+    return this.window.appendBytes(bytes, start, end);
   }
 
   commit(): void {

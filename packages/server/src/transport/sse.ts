@@ -122,9 +122,10 @@ const NEWLINE = 10;
  * from the log's bytes: framing strings instead (each event decoded from the log, the framed text
  * then scanned for its UTF-8 length by node:http and the access log, and encoded again by the
  * socket write) cost more than the rest of the SSE path. `idStart` is `id: ` and the connection's
- * event-id prefix. The fields before each event are copied byte by byte from a buffer whose seq is
- * counted up in place, and the event with one `set`: `Buffer#copy` validates its arguments and
- * makes a view per call, which took twice as long for the ~30 bytes of fields.
+ * event-id prefix. The fields before each event are copied with one `set` from an array whose seq
+ * is counted up in place, and the event with another: `Buffer#copy` validates its arguments and
+ * makes a view per call, which took twice as long, and a byte-by-byte loop over the ~30 bytes of
+ * fields ~2× as long as the `set` of a plain `Uint8Array` (a Buffer as the source is slower again).
  */
 function framed(idStart: string, batch: EventBatch): Buffer {
   const count = batchLength(batch);
@@ -139,7 +140,7 @@ function framed(idStart: string, batch: EventBatch): Buffer {
   let arrayBuffer: ArrayBufferLike = out.buffer;
   let offset = 0;
   for (let i = 0; i < count; i++) {
-    for (let j = 0; j < fields.length; j++) out[at + j] = fields[j]!;
+    out.set(fields, at);
     at += fields.length;
     if (buffers[i] !== buf) {
       buf = buffers[i]!;
@@ -159,15 +160,16 @@ function framed(idStart: string, batch: EventBatch): Buffer {
 }
 
 /** The fields before event `seq`'s data. */
-function eventFields(idStart: string, seq: number): Buffer {
-  return Buffer.from(`${idStart}${seq}${DATA_FIELD}`, "latin1");
+function eventFields(idStart: string, seq: number): Uint8Array {
+  const bytes = Buffer.from(`${idStart}${seq}${DATA_FIELD}`, "latin1");
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 /**
  * Adds one to the decimal number that ends at `end` in `bytes` (an event id's seq: what precedes
  * it is no digit); false when it needs a digit more (the caller makes the fields again).
  */
-function increment(bytes: Buffer, end: number): boolean {
+function increment(bytes: Uint8Array, end: number): boolean {
   for (let i = end - 1; ; i--) {
     const digit = bytes[i]!;
     if (digit < 48 || digit > 57) return false;
