@@ -139,6 +139,18 @@ function logRound(i, name, result) {
     );
 }
 
+/** The run's summary: the load average before and after, and per build its path and `figures(name)`. */
+function summarize(loadBefore, figures) {
+  const described = ({ where, nodeArgs }) => [where, ...nodeArgs].join(" ");
+  return {
+    load: { before: loadBefore, after: loadavg() },
+    builds: Object.fromEntries(builds.map((b) => [b.name, { path: described(b), ...figures(b.name) }])),
+  };
+}
+
+/** Load averages (or other numbers) with two decimals. */
+const fmt = (xs) => xs.map((x) => x.toFixed(2)).join(" ");
+
 /** Runs `measure(build)` for each build in each round, alternating the order; its results by build name. */
 async function interleaved(measure) {
   const rounds = Object.fromEntries(builds.map(({ name }) => [name, []]));
@@ -197,22 +209,10 @@ async function coldMain() {
   const loadBefore = loadavg();
   const rounds = await interleaved(coldServer);
   const keys = Object.keys(rounds[builds[0].name][0]);
-  const summary = {
-    load: { before: loadBefore, after: loadavg() },
-    builds: Object.fromEntries(
-      builds.map(({ name, where, nodeArgs }) => [
-        name,
-        {
-          path: [where, ...nodeArgs].join(" "),
-          ...Object.fromEntries(
-            keys.map((k) => [k, Number(median(rounds[name].map((r) => r[k])).toFixed(3))]),
-          ),
-        },
-      ]),
-    ),
-  };
+  const summary = summarize(loadBefore, (name) =>
+    Object.fromEntries(keys.map((k) => [k, Number(median(rounds[name].map((r) => r[k])).toFixed(3))])),
+  );
   if (args.json) return console.log(JSON.stringify(summary, null, 2));
-  const fmt = (xs) => xs.map((x) => x.toFixed(2)).join(" ");
   console.log(
     `load average ${fmt(summary.load.before)} → ${fmt(summary.load.after)}; medians of ${ROUNDS} rounds`,
   );
@@ -233,26 +233,16 @@ async function streamMain() {
   const rounds = await interleaved(({ name }) => turn(servers[name]));
   for (const { name } of builds) servers[name].stop();
   const medianOf = (name, key) => median(rounds[name].map((r) => r[key]));
-  const summary = {
-    load: { before: loadBefore, after: loadavg() },
-    builds: Object.fromEntries(
-      builds.map(({ name, where, nodeArgs }) => [
-        name,
-        {
-          path: [where, ...nodeArgs].join(" "),
-          eventsPerSec: Math.round(medianOf(name, "eventsPerSec")),
-          serverUsPerEvent: Number(medianOf(name, "serverUs").toFixed(3)),
-          agentUsPerEvent: Number(medianOf(name, "agentUs").toFixed(3)),
-          clientUsPerEvent: Number(medianOf(name, "clientUs").toFixed(3)),
-          serverUsPerRound: rounds[name].map((r) => Number(r.serverUs.toFixed(3))),
-          lost: rounds[name].reduce((sum, r) => sum + r.lost, 0),
-          inOrder: rounds[name].every((r) => r.ordered),
-        },
-      ]),
-    ),
-  };
+  const summary = summarize(loadBefore, (name) => ({
+    eventsPerSec: Math.round(medianOf(name, "eventsPerSec")),
+    serverUsPerEvent: Number(medianOf(name, "serverUs").toFixed(3)),
+    agentUsPerEvent: Number(medianOf(name, "agentUs").toFixed(3)),
+    clientUsPerEvent: Number(medianOf(name, "clientUs").toFixed(3)),
+    serverUsPerRound: rounds[name].map((r) => Number(r.serverUs.toFixed(3))),
+    lost: rounds[name].reduce((sum, r) => sum + r.lost, 0),
+    inOrder: rounds[name].every((r) => r.ordered),
+  }));
   if (args.json) return console.log(JSON.stringify(summary, null, 2));
-  const fmt = (xs) => xs.map((x) => x.toFixed(2)).join(" ");
   console.log(`load average ${fmt(summary.load.before)} → ${fmt(summary.load.after)}`);
   for (const [name, b] of Object.entries(summary.builds))
     console.log(
