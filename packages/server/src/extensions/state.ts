@@ -2,6 +2,7 @@ import type { ConnectionApi } from "../runtime/extension.js";
 import { isObject } from "../protocol.js";
 import { absorbSwitch } from "./models.js";
 import type { StateTable } from "../store/event-store.js";
+import { microtask } from "../runtime/microtask.js";
 
 /** What the server remembers about a session, across connections (and restarts, with a data directory). */
 export interface SessionRecord {
@@ -102,7 +103,7 @@ export class SessionStore {
     // Marked even when just saved: the caller updates it after this.
     this.changed(record);
     record.updatedMs = Date.now();
-    if (recent === undefined) queueMicrotask(() => (this.recent = undefined));
+    if (recent === undefined) microtask(() => (this.recent = undefined));
     this.recent = record;
     this.recentSessionId = sessionId;
     return record;

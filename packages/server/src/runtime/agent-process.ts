@@ -137,11 +137,14 @@ export class AgentProcess {
     return this.stderr.tail(max);
   }
 
-  /** Writes one message line; resolves once the pipe has room again (stdin backpressure). */
-  write(line: string): Promise<void> {
+  /**
+   * Writes one message line. Returns a promise, resolved once the pipe has room again, only when it
+   * is full (stdin backpressure); otherwise nothing to wait for.
+   */
+  write(line: string): Promise<void> | undefined {
     const stdin = this.child?.stdin;
-    if (this.exitInfo || !stdin?.writable) return Promise.resolve();
-    if (stdin.write(line + "\n")) return Promise.resolve();
+    if (this.exitInfo || !stdin?.writable) return undefined;
+    if (stdin.write(line + "\n")) return undefined;
     return new Promise((resolve) => {
       const done = () => {
         stdin.off("drain", done);

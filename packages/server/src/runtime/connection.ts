@@ -20,6 +20,7 @@ import {
   withoutRequestEnv,
   type JsonRpcId,
   type JsonRpcMessage,
+  type MessageKind,
 } from "../protocol.js";
 import type { ConnectionLog } from "../store/event-store.js";
 import { EventLog } from "./event-log.js";
@@ -494,7 +495,8 @@ export class Connection implements ConnectionApi {
       changed = ext.initializeRequest?.(request, this) === true || changed;
     const line = changed ? JSON.stringify(request) : raw;
     try {
-      const message = await Promise.race([agent.write(line).then(() => response), failure]);
+      const written = agent.write(line);
+      const message = await Promise.race([written ? written.then(() => response) : response, failure]);
       if (message.error)
         throw new InitializeError("rejected", "The agent rejected initialize.", { response: message });
       // Read before extensions adjust the result: what the agent itself can do.
@@ -512,12 +514,18 @@ export class Connection implements ConnectionApi {
   }
 
   /**
-   * Accepts one client message; resolves once it is queued to the agent in acceptance order. A
-   * request is recorded in flight before anything acts on it (`inFlight`), so the transport may
-   * tell the client it was accepted (HTTP: the 202) as soon as this resolves. Throws
+   * Accepts one client message; done once it is queued to the agent in acceptance order. A request
+   * is recorded in flight before anything acts on it (`inFlight`), so the transport may tell the
+   * client it was accepted (HTTP: the 202) as soon as this is done. Throws (or rejects with)
    * `NotRecordedError` when the record cannot be written: nothing acted on the request then.
+   *
+   * Returns a promise only when there is something to wait for (an extension that answers later, a
+   * recovered connection's agent starting again, a full stdin pipe); the common case, a message for
+   * a running agent with room in its pipe, is done on return. An `async` function here cost every
+   * request a promise, two microtask hops and TurboFan's largest compilation of a connection's
+   * first requests (bench/README.md, Cold window).
    */
-  async receive(message: JsonRpcMessage, raw: string): Promise<void> {
+  receive(message: JsonRpcMessage, raw: string): Promise<void> | undefined {
     this.lastActivity = Date.now();
     const kind = kindOf(message);
     // A method the server answers itself acts (writes metadata, ends a session) before its answer
@@ -528,11 +536,37 @@ export class Connection implements ConnectionApi {
       this.inFlight(message);
       this.selfAnswered.add(idKey(message.id as JsonRpcId));
     }
-    for (const ext of this.options.extensions) {
+    return this.offerToExtensions(message, raw, kind, serverMethod, 0);
+  }
+
+  /** The extensions from the `from`th on see the message; the first that handles it ends its way. */
+  private offerToExtensions(
+    message: JsonRpcMessage,
+    raw: string,
+    kind: MessageKind,
+    serverMethod: boolean,
+    from: number,
+  ): Promise<void> | undefined {
+    const { extensions } = this.options;
+    for (let i = from; i < extensions.length; i++) {
+      const handled = extensions[i]!.clientMessage?.(message, this);
+      if (handled === true) return undefined;
       // Awaited only when it is a promise: an `await` per extension was a microtask hop each on every request.
-      const handled = ext.clientMessage?.(message, this);
-      if (handled === true || (handled instanceof Promise && (await handled))) return;
+      if (handled instanceof Promise)
+        return handled.then((yes) =>
+          yes ? undefined : this.offerToExtensions(message, raw, kind, serverMethod, i + 1),
+        );
     }
+    return this.toAgent(message, raw, kind, serverMethod);
+  }
+
+  /** A message no extension handled: it goes to the agent (started again first if it was recovered). */
+  private toAgent(
+    message: JsonRpcMessage,
+    raw: string,
+    kind: MessageKind,
+    serverMethod: boolean,
+  ): Promise<void> | undefined {
     // No extension answers it (none is loaded): it goes to the agent.
     if (serverMethod) this.selfAnswered.delete(idKey(message.id as JsonRpcId));
     if (kind === "response") {
@@ -544,12 +578,14 @@ export class Connection implements ConnectionApi {
           connection: shortId(this.id),
           id: message.id,
         });
-        return;
+        return undefined;
       }
     }
-    const agent = this.agent ?? (await this.running());
-    if (kind === "request" && !serverMethod) this.inFlight(message);
-    await agent.write(raw);
+    const write = (agent: AgentProcess): Promise<void> | undefined => {
+      if (kind === "request" && !serverMethod) this.inFlight(message);
+      return agent.write(raw);
+    };
+    return this.agent ? write(this.agent) : this.running().then(write);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { CorruptLogError } from "../store/event-store.js";
 import { batchLength, type EventBatch, type EventLog } from "./event-log.js";
+import { microtask } from "./microtask.js";
 
 /** What a transport is told about its reader. */
 export interface ReaderListener {
@@ -103,7 +104,7 @@ export class Outbound {
     this.notifyScheduled = true;
     // Lines parsed from one stdout chunk arrive synchronously: the reader gets them in one batch.
     // They are written to the store together, before any of them can be read (write before deliver).
-    queueMicrotask(() => {
+    microtask(() => {
       this.notifyScheduled = false;
       this.log.store.commit();
       for (const fn of this.committed.splice(0)) fn();
@@ -175,7 +176,7 @@ export class Outbound {
 
   private endReader(reader: Reader): void {
     this.detach(reader);
-    queueMicrotask(() => reader.listener.end());
+    microtask(() => reader.listener.end());
   }
 
   /** @internal */

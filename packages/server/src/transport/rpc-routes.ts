@@ -62,8 +62,9 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
     );
   }
   try {
-    // A request is recorded in flight before this resolves: the 202 promises an answer, even across a restart.
-    await conn.receive(message, line);
+    // A request is recorded in flight before this is done: the 202 promises an answer, even across a restart.
+    const queued = conn.receive(message, line);
+    if (queued !== undefined) await queued;
   } catch (error) {
     // A recovered connection whose agent could not be started again: it ended, and says why.
     if (error instanceof AgentUnavailableError) throw endedProblem(conn);

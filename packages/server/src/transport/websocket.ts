@@ -265,7 +265,8 @@ class RpcSocket {
       return this.reply(undefined, -32600, `Request id ${JSON.stringify(request)} is already in flight.`);
     }
     try {
-      await conn.receive(message, line);
+      const queued = conn.receive(message, line);
+      if (queued !== undefined) await queued;
     } catch (error) {
       // Refused unrecorded (the data directory is full or failing): nothing acted on it.
       if (error instanceof NotRecordedError)
