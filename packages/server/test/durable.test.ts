@@ -62,7 +62,12 @@ describe("durable connections: the event log survives a server restart", () => {
       // The turn was cut by the crash: the request in flight gets an error saying so.
       assert.equal(answer.error?.data?.reason, "server_restarted", JSON.stringify(answer));
       assert.match(answer.error.message, /server restarted/);
-      assert.equal(chunks, 5000);
+      // Every chunk the server logged before the kill comes back (in order, from 1, with no gap:
+      // assertChunksInOrder), at least those the client had. Lines the agent wrote that the server
+      // had not read yet die with the agent (the turn is cut), so how many of the 5,000 made it
+      // depends on the machine, not on the server.
+      const beforeChunks = assertChunksInOrder(before.map((e) => JSON.parse(e.data) as RpcMessage));
+      assert.ok(beforeChunks > 0 && chunks >= beforeChunks && chunks <= 5000, `${beforeChunks} / ${chunks}`);
       // The session is re-attached (`session/load`) when the connection is next used; the history
       // the agent replays while loading is not delivered again.
       const mark = delivered(full.events).length;

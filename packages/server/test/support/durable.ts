@@ -104,8 +104,8 @@ export function assertChunksInOrder(messages: RpcMessage[]): number {
 }
 
 /**
- * Waits for the answer to request `id` (scanning the raw events: `SseReader.waitFor` parses every
- * message on each event, too slow for thousands).
+ * Waits for the answer to request `id`, scanning the raw events from the newest (no message is
+ * parsed: the streams here carry thousands).
  */
 export async function answerTo(sse: SseReader, id: number, timeoutMs = 30_000): Promise<RpcMessage> {
   const prefix = `{"jsonrpc":"2.0","id":${id},`;
