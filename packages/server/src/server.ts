@@ -79,6 +79,12 @@ export interface ServerOptions {
    * so that an idle server does without what it loads.
    */
   onFirstWork?: () => void;
+  /**
+   * Called once, when what connections load on first use (the extensions, zod) has loaded: after
+   * it, connections run only the request path. The `server` command sets V8's interrupt budget
+   * here (`server-v8-flags.ts`), so that this one-time loading runs under V8's default budget.
+   */
+  onConnectionCodeLoaded?: () => void;
 }
 
 export interface RunningServer {
@@ -163,17 +169,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // an idle server never loads them (start-up time and idle memory).
   let extensions: Promise<ConnectionExtension[]> | undefined;
   const loadExtensions = () =>
-    (extensions ??= import("./extensions/index.js").then((m) => [
-      advertisementRecorder(options.dataDir),
-      ...m.sandboxExtensions({
-        logger,
-        processes,
-        fsRoot,
-        workdir,
-        sessions: store.table("sessions"),
-        connections: store.table("connectionState"),
-      }),
-    ]));
+    (extensions ??= import("./extensions/index.js").then((m) => {
+      options.onConnectionCodeLoaded?.();
+      return [
+        advertisementRecorder(options.dataDir),
+        ...m.sandboxExtensions({
+          logger,
+          processes,
+          fsRoot,
+          workdir,
+          sessions: store.table("sessions"),
+          connections: store.table("connectionState"),
+        }),
+      ];
+    }));
 
   const launchOptions = {
     registry,
