@@ -359,9 +359,12 @@ class InFlight {
   private count = 0;
   private onIdle: (() => void) | undefined;
 
-  track(res: { once(event: "close", listener: () => void): unknown }): void {
+  track(res: { on(event: "close", listener: () => void): unknown }): void {
     this.count++;
-    res.once("close", this.closed);
+    // `on`, not `once`: a response closes once, and `once` wraps the listener and removes it when
+    // it fires (Node's `removeListener` was one of TurboFan's larger jobs in a connection's first
+    // requests; bench/README.md, Cold window).
+    res.on("close", this.closed);
   }
 
   /** Shared by every response: a closure per request is an allocation on every request's path. */
