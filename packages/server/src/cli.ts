@@ -156,12 +156,13 @@ async function serverCommand(argv: string[]): Promise<void> {
       },
       logLevel: settings.logLevel(),
       logFormat: settings.logFormat(),
-      // Before any stream, but not on an idle server (they load node:v8 and node:perf_hooks); after
-      // the start path's built-ins (dns and cluster load with the listener): see server-v8-flags.ts.
-      onFirstWork: () => {
-        setServerV8Flags();
-        capYoungGeneration(youngGenerationMiB);
-      },
+      // Before any stream, but not on an idle server (it loads node:perf_hooks).
+      onFirstWork: () => capYoungGeneration(youngGenerationMiB),
+      // After the start path's built-ins (dns and cluster load with the listener) and the first
+      // connection's one-time imports, whose module resolution (~30 `path.resolve` calls) made
+      // `path`'s normalizeString hot enough for TurboFan under the server's budget: see
+      // server-v8-flags.ts.
+      onConnectionCodeLoaded: setServerV8Flags,
     });
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);

@@ -79,6 +79,12 @@ export interface ServerOptions {
    * so that an idle server does without what it loads.
    */
   onFirstWork?: () => void;
+  /**
+   * Called once, when what connections load on first use (the extensions, zod) has loaded: after
+   * it, connections run only the request path. The `server` command sets V8's interrupt budget
+   * here (`server-v8-flags.ts`), so that this one-time loading runs under V8's default budget.
+   */
+  onConnectionCodeLoaded?: () => void;
 }
 
 export interface RunningServer {
@@ -163,17 +169,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // an idle server never loads them (start-up time and idle memory).
   let extensions: Promise<ConnectionExtension[]> | undefined;
   const loadExtensions = () =>
-    (extensions ??= import("./extensions/index.js").then((m) => [
-      advertisementRecorder(options.dataDir),
-      ...m.sandboxExtensions({
-        logger,
-        processes,
-        fsRoot,
-        workdir,
-        sessions: store.table("sessions"),
-        connections: store.table("connectionState"),
-      }),
-    ]));
+    (extensions ??= import("./extensions/index.js").then((m) => {
+      options.onConnectionCodeLoaded?.();
+      return [
+        advertisementRecorder(options.dataDir),
+        ...m.sandboxExtensions({
+          logger,
+          processes,
+          fsRoot,
+          workdir,
+          sessions: store.table("sessions"),
+          connections: store.table("connectionState"),
+        }),
+      ];
+    }));
 
   const launchOptions = {
     registry,
@@ -350,9 +359,12 @@ class InFlight {
   private count = 0;
   private onIdle: (() => void) | undefined;
 
-  track(res: { once(event: "close", listener: () => void): unknown }): void {
+  track(res: { on(event: "close", listener: () => void): unknown }): void {
     this.count++;
-    res.once("close", this.closed);
+    // `on`, not `once`: a response closes once, and `once` wraps the listener and removes it when
+    // it fires (Node's `removeListener` was one of TurboFan's larger jobs in a connection's first
+    // requests; bench/README.md, Cold window).
+    res.on("close", this.closed);
   }
 
   /** Shared by every response: a closure per request is an allocation on every request's path. */

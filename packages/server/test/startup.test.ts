@@ -129,3 +129,32 @@ describe("start-up loads only the transport and health", () => {
     await conn.delete();
   });
 });
+
+/**
+ * The interrupt budget comes after the first connection's one-time imports: under it, their module
+ * resolution made `path`'s normalizeString hot enough for a TurboFan job no request needs
+ * (bench/README.md, "Cold window, outlining").
+ */
+describe("the server's V8 interrupt budget", () => {
+  let server: RunningServer;
+  const logFile = path.join(tempDir("flag-log-"), "modules.txt");
+  const flagLog = fileURLToPath(new URL("./support/v8-flag-log.js", import.meta.url));
+
+  before(async () => {
+    server = await startServer({
+      bin: compiledServerBin,
+      env: { NODE_OPTIONS: `--import=${moduleLog} --import=${flagLog}`, MODULE_LOG_FILE: logFile },
+    });
+  });
+  after(() => server.stop());
+
+  it("is set once the first connection's extensions have loaded, not before", async () => {
+    const conn = await RawConnection.open(server, "mock");
+    const lines = readFileSync(logFile, "utf8").split("\n");
+    const extensions = lines.findIndex((line) => line.endsWith("/dist/src/extensions/index.js"));
+    const budget = lines.findIndex((line) => line.startsWith("flag --interrupt-budget="));
+    assert.ok(extensions >= 0, "the log shows the extensions' import");
+    assert.ok(budget > extensions, `the budget at line ${budget}, the extensions at ${extensions}`);
+    await conn.delete();
+  });
+});

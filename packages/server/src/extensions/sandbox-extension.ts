@@ -10,6 +10,7 @@ import {
   sessionIdOf,
   type JsonRpcId,
   type JsonRpcMessage,
+  type MessageKind,
 } from "../protocol.js";
 import {
   applyToAgent,
@@ -34,6 +35,15 @@ import {
 
 const CREATES = new Set(["session/new", "session/fork"]);
 const ATTACHES = new Set(["session/load", "session/resume"]);
+/** The ACP methods `clientMessage` acts on (besides `_sandboxagent/*`). */
+const CLIENT_METHODS_SEEN = new Set([...CREATES, ...ATTACHES, "session/list"]);
+/** The methods whose successful answers `agentResponse` acts on. */
+const AGENT_RESPONSES_SEEN = new Set([
+  ...CLIENT_METHODS_SEEN,
+  "session/set_config_option",
+  "session/set_mode",
+  "session/set_model",
+]);
 
 /** `_sandboxagent/*` methods and `_meta["sandboxagent.dev"]` handling; see the README's "Sandbox extensions". */
 export class SandboxExtension implements ConnectionExtension {
@@ -66,6 +76,21 @@ export class SandboxExtension implements ConnectionExtension {
     if (kind === "response") return this.clientResponse(message.id as JsonRpcId, state);
     const method = message.method;
     if (method === undefined) return false;
+    // Most client messages (session/prompt, session/cancel…) need nothing here: the rest is in a
+    // function of its own, which TurboFan does not inline into the request path it compiles in a
+    // connection's first requests (bench/README.md, Cold window).
+    if (!method.startsWith(EXTENSION_PREFIX) && !CLIENT_METHODS_SEEN.has(method)) return false;
+    return this.clientMethod(message, method, kind, state, conn);
+  }
+
+  /** `clientMessage` for `_sandboxagent/*` and the methods of `CLIENT_METHODS_SEEN`. */
+  private clientMethod(
+    message: JsonRpcMessage,
+    method: string,
+    kind: MessageKind,
+    state: ConnectionState,
+    conn: ConnectionApi,
+  ): boolean {
     if (method.startsWith(EXTENSION_PREFIX)) {
       runExtensionMethod({ conn, state, store: this.store, logger: this.logger }, message);
       return true;
@@ -116,9 +141,20 @@ export class SandboxExtension implements ConnectionExtension {
   }
 
   agentResponse(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean | "held" {
-    if (response.error || !request.method) return false;
+    // Most answers (session/prompt's…) need nothing here; the rest is in a function of its own (see
+    // `clientMessage`).
+    if (response.error || !request.method || !AGENT_RESPONSES_SEEN.has(request.method)) return false;
+    return this.agentMethodResponse(response, request, request.method, conn);
+  }
+
+  /** `agentResponse` for the methods of `AGENT_RESPONSES_SEEN`. */
+  private agentMethodResponse(
+    response: JsonRpcMessage,
+    request: JsonRpcMessage,
+    method: string,
+    conn: ConnectionApi,
+  ): boolean | "held" {
     const state = this.states.of(conn);
-    const method = request.method;
     if (CREATES.has(method) || ATTACHES.has(method)) {
       const sessionId = CREATES.has(method)
         ? isObject(response.result) && typeof response.result.sessionId === "string"

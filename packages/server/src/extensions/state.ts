@@ -318,14 +318,16 @@ export class ConnectionStates {
   constructor(private readonly table?: StateTable<SavedConnectionState>) {}
 
   of(conn: ConnectionApi): ConnectionState {
-    let state = this.states.get(conn);
-    if (!state) {
-      const { table } = this;
-      state = new ConnectionState(table ? (saved) => table.set(conn.id, saved) : undefined);
-      // A connection recovered after a restart already has sessions, and maybe saved state.
-      state.restore(conn.sessionIds, table?.get(conn.id));
-      this.states.set(conn, state);
-    }
+    return this.states.get(conn) ?? this.create(conn);
+  }
+
+  /** `of` for a connection seen the first time (a function of its own: `of` runs on every message). */
+  private create(conn: ConnectionApi): ConnectionState {
+    const { table } = this;
+    const state = new ConnectionState(table ? (saved) => table.set(conn.id, saved) : undefined);
+    // A connection recovered after a restart already has sessions, and maybe saved state.
+    state.restore(conn.sessionIds, table?.get(conn.id));
+    this.states.set(conn, state);
     return state;
   }
 

@@ -569,23 +569,40 @@ export class Connection implements ConnectionApi {
   ): Promise<void> | undefined {
     // No extension answers it (none is loaded): it goes to the agent.
     if (serverMethod) this.selfAnswered.delete(idKey(message.id as JsonRpcId));
-    if (kind === "response") {
-      const key = idKey(message.id as JsonRpcId);
-      // A second answer (a client retry) or an answer to an unknown id is dropped, not forwarded twice.
-      if (this.pendingAgent.delete(key)) this.persist();
-      else {
-        this.logger.info("dropped response to unknown agent request", {
-          connection: shortId(this.id),
-          id: message.id,
-        });
-        return undefined;
-      }
+    if (kind === "response" && !this.answeredAgent(message)) return undefined;
+    const agent = this.agent;
+    if (agent === undefined) return this.toRecoveredAgent(message, raw, kind, serverMethod);
+    if (kind === "request" && !serverMethod) this.inFlight(message);
+    return agent.write(raw);
+  }
+
+  /**
+   * A client's answer to an agent request: whether it goes to the agent. A second answer (a client
+   * retry) or an answer to an unknown id is dropped, not forwarded twice.
+   */
+  private answeredAgent(message: JsonRpcMessage): boolean {
+    if (this.pendingAgent.delete(idKey(message.id as JsonRpcId))) {
+      this.persist();
+      return true;
     }
-    const write = (agent: AgentProcess): Promise<void> | undefined => {
+    this.logger.info("dropped response to unknown agent request", {
+      connection: shortId(this.id),
+      id: message.id,
+    });
+    return false;
+  }
+
+  /** `toAgent` for a recovered connection whose agent is not running yet: started first. */
+  private toRecoveredAgent(
+    message: JsonRpcMessage,
+    raw: string,
+    kind: MessageKind,
+    serverMethod: boolean,
+  ): Promise<void> {
+    return this.running().then((agent) => {
       if (kind === "request" && !serverMethod) this.inFlight(message);
       return agent.write(raw);
-    };
-    return this.agent ? write(this.agent) : this.running().then(write);
+    });
   }
 
   /**
@@ -856,22 +873,34 @@ export class Connection implements ConnectionApi {
       if (!isObject(parsed)) throw new Error("not a JSON object");
       message = parsed as JsonRpcMessage;
     } catch (error) {
-      this.logger.warn("dropped non-JSON agent output", {
-        connection: shortId(this.id),
-        line: line.slice(0, 200),
-      });
-      this.emit({
-        jsonrpc: "2.0",
-        method: METHODS.unparsed,
-        params: { line: line.slice(0, 4096), truncated: line.length > 4096, error: (error as Error).message },
-      });
-      return;
+      return this.dropUnparsed(line, error);
     }
-    if (this.initWaiter && message.id !== undefined && message.id !== null && message.method === undefined) {
-      if (idKey(message.id) === this.initWaiter.key) return this.initWaiter.resolve(message);
-    }
+    if (this.initWaiter && this.answersInitialize(message)) return this.initWaiter.resolve(message);
     const routed = this.routeAgentMessage(message);
     if (routed !== null) this.append(routed ?? withoutRawCarriageReturns(line));
+  }
+
+  // The rare branches of `onAgentLine`, in functions of their own: TurboFan inlines what a hot
+  // function calls, and compiling the request path is most of a connection's first requests' CPU
+  // (bench/README.md, Cold window); a call that never ran is not inlined.
+
+  /** Whether agent `message` is the answer to the `initialize` being sent (`handshake`). */
+  private answersInitialize(message: JsonRpcMessage): boolean {
+    if (message.id === undefined || message.id === null || message.method !== undefined) return false;
+    return idKey(message.id) === this.initWaiter!.key;
+  }
+
+  /** An agent line that is no JSON object: logged, and given to the client as `METHODS.unparsed`. */
+  private dropUnparsed(line: string, error: unknown): void {
+    this.logger.warn("dropped non-JSON agent output", {
+      connection: shortId(this.id),
+      line: line.slice(0, 200),
+    });
+    this.emit({
+      jsonrpc: "2.0",
+      method: METHODS.unparsed,
+      params: { line: line.slice(0, 4096), truncated: line.length > 4096, error: (error as Error).message },
+    });
   }
 
   /** Bookkeeping for one agent message; returns a re-serialized line when an extension changed it, null to drop it. */
