@@ -19,6 +19,13 @@ export const cpuMs = (pid) => {
   return user + system;
 };
 
+/** The middle value of `values` (the mean of the two middle ones for an even count). */
+export const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
 /** The `p`th percentile of `values`. */
 export const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);

@@ -30,6 +30,7 @@ import {
   cpuMs,
   cpuSplitMs,
   keepAliveAgent,
+  median,
   percentile,
   request,
   UsageError,
@@ -82,12 +83,6 @@ const progress = (message) =>
 const rss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 const mib = (bytes) => Math.round((bytes / 1048576) * 10) / 10;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-/** The middle value (the mean of the two middle ones for an even count). */
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 function peerBinary() {
   if (process.env.SANDBOX_AGENT_RUST_BIN) return process.env.SANDBOX_AGENT_RUST_BIN;

@@ -25,7 +25,7 @@ import { loadavg } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { mockAgentBin, tempDir } from "@sandbox-agent/testkit";
-import { benchArgs, percentile, rpcConnection, runMain, startNode, usageFail } from "./common.mjs";
+import { benchArgs, median, percentile, rpcConnection, runMain, startNode, usageFail } from "./common.mjs";
 
 const args = benchArgs(import.meta.url, {
   mode: { type: "string", default: "stream" },
@@ -120,13 +120,6 @@ function startBuild({ where, nodeArgs }) {
   const entry = /\.m?js$/.test(where) ? where : path.join(where, "sandbox-agent.mjs");
   const command = [...nodeArgs, entry, "server", "--port", "0", "--log-level", "warn"];
   return startNode(command, { ...process.env, SANDBOX_AGENT_DATA_DIR: tempDir() });
-}
-
-/** The median of `values`. */
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** Prints a round's figures to stderr (two decimals), unless --json. */
