@@ -39,15 +39,17 @@ export function endedProblem(conn: Connection, more = ""): ProblemError {
 }
 
 /**
- * 503 for a request the server could not record in flight (its data directory is full or
- * failing), so it did not run it; the same `data` as the WebSocket's JSON-RPC error.
+ * What a client is told of a request the server could not record in flight (its data directory is
+ * full or failing), so it did not run it: the WebSocket's JSON-RPC error `data`, and the members of
+ * the POST's problem (`notRecordedProblem`).
  */
+export function notRecordedData(error: NotRecordedError): Record<string, unknown> {
+  return { reason: "not_recorded", reachedAgent: false, error: error.cause.message };
+}
+
+/** 503 for a request the server could not record in flight (see `notRecordedData`). */
 export function notRecordedProblem(error: NotRecordedError): ProblemError {
-  return unavailable(error.message, {
-    reason: "not_recorded",
-    reachedAgent: false,
-    error: error.cause.message,
-  });
+  return unavailable(error.message, notRecordedData(error));
 }
 
 function refusedProblem(error: ConnectionRefused): ProblemError {

@@ -50,7 +50,7 @@ import {
   type Connection,
   type OutboundReader,
 } from "../runtime/connection.js";
-import { endedProblem, lookup, startConnection, type RpcDeps } from "./connect.js";
+import { endedProblem, lookup, notRecordedData, startConnection, type RpcDeps } from "./connect.js";
 import { cursorOf, eventId } from "./event-ids.js";
 import { connectionIdHeaders, connectionIdOf, lastEventIdOf } from "./headers.js";
 import { parseMessage } from "./parse-message.js";
@@ -270,11 +270,7 @@ class RpcSocket {
     } catch (error) {
       // Refused unrecorded (the data directory is full or failing): nothing acted on it.
       if (error instanceof NotRecordedError)
-        return this.reply(request, -32603, error.message, {
-          reason: "not_recorded",
-          reachedAgent: false,
-          error: error.cause.message,
-        });
+        return this.reply(request, -32603, error.message, notRecordedData(error));
       // A recovered connection whose agent could not be started again: it ended, and says why.
       if (!(error instanceof AgentUnavailableError)) throw error;
       const problem = endedProblem(conn).problem;
