@@ -572,6 +572,17 @@ export class Connection implements ConnectionApi {
     if (kind === "response" && !this.answeredAgent(message)) return undefined;
     const agent = this.agent;
     if (agent === undefined) return this.toRecoveredAgent(message, raw, kind, serverMethod);
+    return this.deliver(agent, message, raw, kind, serverMethod);
+  }
+
+  /** Writes the message to `agent`, a client request recorded in flight first (`inFlight`). */
+  private deliver(
+    agent: AgentProcess,
+    message: JsonRpcMessage,
+    raw: string,
+    kind: MessageKind,
+    serverMethod: boolean,
+  ): Promise<void> | undefined {
     if (kind === "request" && !serverMethod) this.inFlight(message);
     return agent.write(raw);
   }
@@ -599,10 +610,7 @@ export class Connection implements ConnectionApi {
     kind: MessageKind,
     serverMethod: boolean,
   ): Promise<void> {
-    return this.running().then((agent) => {
-      if (kind === "request" && !serverMethod) this.inFlight(message);
-      return agent.write(raw);
-    });
+    return this.running().then((agent) => this.deliver(agent, message, raw, kind, serverMethod));
   }
 
   /**
