@@ -578,9 +578,11 @@ function settleLogged(files: SegmentFiles, requests: RequestJournal, from: numbe
         const text = batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]);
         if (!text.includes('"id"')) continue;
         const id = responseIdOf(text);
-        const request = id === undefined ? undefined : open.get(JSON.stringify(id));
+        if (id === undefined) continue;
+        const key = JSON.stringify(id);
+        const request = open.get(key);
         if (request === undefined || batch.first + i < request.since) continue;
-        open.delete(JSON.stringify(id));
+        open.delete(key);
         requests.remove(request.id);
       }
       cursor = batch.first + batchLength(batch) - 1;
