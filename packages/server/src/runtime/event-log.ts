@@ -69,8 +69,16 @@ export class EventLog {
     this.head = to;
     this.writtenSeq = seq;
     this.store.hold(seq);
-    // Compact occasionally so the array does not grow forever.
-    if (this.head > 1024 && this.head * 2 > this.unread.length) {
+    // A reader that caught up (nearly every read) empties the queue. This runs from a connection's
+    // first reads, so the code TurboFan compiles for `Outbound.read` (inlined into the SSE pump)
+    // has it in its type feedback. The compaction below alone ran first at about the 1,025th
+    // event, inside that compiled code: it deoptimised the pump at about every server's 512th echo
+    // turn, which recompiled it and its callees (bench/README.md, "Cold window, deoptimisations").
+    if (this.head === this.unread.length) {
+      this.unread = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.unread.length) {
+      // A reader that stays behind: compact occasionally so the array does not grow forever.
       this.unread = this.unread.slice(this.head);
       this.head = 0;
     }
