@@ -245,10 +245,10 @@ export class Connection implements ConnectionApi {
       cwd: launch.cwd,
       maxLineBytes: options.limits.maxMessageBytes,
       guard: options.guard,
-      onLine: (line) => {
+      onLine: (chunk, start, end) => {
         // A callback of the agent's stdout: an exception must fail this connection, not the server.
         try {
-          this.onAgentLine(line);
+          this.onAgentLine(chunk.toString("utf8", start, end));
         } catch (error) {
           this.failed("agent output", error);
         }
@@ -917,9 +917,8 @@ export class Connection implements ConnectionApi {
     return false;
   }
 
-  /** One line of the agent's stdout that is no text chunk, as a byte string (one character per byte). */
-  private onAgentLine(bytes: string): void {
-    const line = Buffer.from(bytes, "latin1").toString("utf8");
+  /** One line of the agent's stdout that neither scan took (no text chunk, no answer `scanAnswer` takes). */
+  private onAgentLine(line: string): void {
     let message: JsonRpcMessage;
     try {
       const parsed: unknown = JSON.parse(line);
