@@ -7,6 +7,7 @@ import { startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agen
 import { filteredMock, mockWith, stdinLog } from "./support/agents.js";
 import { processesWith } from "./support/procs.js";
 import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { openWs } from "./support/ws-rpc.js";
 
 const muteLog = stdinLog();
 /** A session id of text chunks the connection never created (regexp characters in it on purpose). */
@@ -212,10 +213,13 @@ function loggedAnswers(log: string) {
 
 describe("agent output: answers to client requests", () => {
   const log = path.join(tempDir("agent-lines-"), "stdout.log");
+  const wsLog = path.join(tempDir("agent-lines-"), "stdout.log");
   let server: RunningServer;
 
   before(async () => {
-    server = await startServer({ config: { agents: { answers: loggedAnswers(log) } } });
+    server = await startServer({
+      config: { agents: { answers: loggedAnswers(log), wsAnswers: loggedAnswers(wsLog) } },
+    });
   });
   after(() => server.stop());
 
@@ -282,5 +286,38 @@ describe("agent output: answers to client requests", () => {
     assert.notDeepEqual(events.at(-1), written.at(-1));
     assert.equal(events.at(-1)!.toString(), JSON.stringify(list));
     await conn.delete();
+  });
+
+  it("reach a WebSocket as the agent wrote them", async () => {
+    const ws = await openWs(server.baseUrl, { headers: server.headers() });
+    const frames: Buffer[] = [];
+    ws.ws.on("message", (data: Buffer) => frames.push(data));
+    const agent = { _meta: { "sandboxagent.dev": { agent: "wsAnswers" } } };
+    ws.send({
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: 1, clientCapabilities: {}, ...agent },
+    });
+    await ws.waitFor((m) => m.id === 0);
+    ws.send({ id: 1, method: "session/new", params: { cwd: process.cwd(), mcpServers: [] } });
+    const sessionId = (await ws.waitFor((m) => m.id === 1)).result!.sessionId!;
+    for (const [id, text] of [
+      [2, "chunks 5"],
+      ["ws-1", "echo string id ✓"],
+      ['ws"2', "echo escaped id"],
+      ["err-1", "error 4321 boom"],
+    ] as const) {
+      ws.send({ id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text }] } });
+      await ws.waitFor((m) => m.id === id && m.method === undefined);
+    }
+    // Every frame after initialize's answer (which an extension rewrites) is one of the agent's lines.
+    const written = readFileSync(wsLog, "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+      .slice(1)
+      .map((line) => Buffer.from(line));
+    assert.deepEqual(frames.slice(1), written);
+    ws.ws.close();
+    await ws.closed;
   });
 });
