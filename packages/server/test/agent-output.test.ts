@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { startServer, tempDir, waitFor, type RunningServer } from "@sandbox-agent/testkit";
 import { filteredMock, mockWith, stdinLog } from "./support/agents.js";
 import { processesWith } from "./support/procs.js";
-import { agentText, RawConnection } from "./support/rpc.js";
+import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
+import { openWs } from "./support/ws-rpc.js";
 
 const muteLog = stdinLog();
 /** A session id of text chunks the connection never created (regexp characters in it on purpose). */
@@ -188,5 +191,133 @@ describe("agent output: SSE framing, stdout EOF", () => {
     const later = await conn.post({ jsonrpc: "2.0", id: 5, method: "session/prompt", params: {} });
     assert.equal(later.status, 410);
     assert.equal(((await later.json()) as { reason: string }).reason, "agent_stdout_closed");
+  });
+});
+
+/**
+ * The mock behind a filter that writes each stdout line to `log` as well: answers to requests whose
+ * id starts `spaced-`, `reordered-` or `cr-` in forms the SDKs do not write (a space after
+ * `"result":`, `id` last, a CR after `"result":`), every other line as the mock wrote it.
+ */
+function loggedAnswers(log: string) {
+  return filteredMock(`(line) => {
+    const answer = line.includes('"result":');
+    const out = answer && line.includes('"id":"spaced-') ? line.replace('"result":', '"result": ')
+      : answer && line.includes('"id":"reordered-') ? JSON.stringify((({ jsonrpc, id, result }) => ({ jsonrpc, result, id }))(JSON.parse(line)))
+      : answer && line.includes('"id":"cr-') ? line.replace('"result":', '"result":\\r')
+      : line;
+    process.getBuiltinModule("node:fs").appendFileSync(${JSON.stringify(log)}, out + "\\n");
+    return out;
+  }`);
+}
+
+describe("agent output: answers to client requests", () => {
+  const log = path.join(tempDir("agent-lines-"), "stdout.log");
+  const wsLog = path.join(tempDir("agent-lines-"), "stdout.log");
+  let server: RunningServer;
+
+  before(async () => {
+    server = await startServer({
+      config: { agents: { answers: loggedAnswers(log), wsAnswers: loggedAnswers(wsLog) } },
+    });
+  });
+  after(() => server.stop());
+
+  it("reach the stream and the log as the agent wrote them, whatever their id or form, in order with text chunks", async () => {
+    // Canonical answers to requests in flight (numeric and plain string ids) skip JSON.parse
+    // (`agent-answer.ts`); the rest are parsed as before: ids with escapes or not ASCII, a 16-digit
+    // id, other forms, an error, answers to no request in flight (the `garbage` lines), and answers
+    // an extension reads (session/new) or rewrites (session/list). Each must come out as it did
+    // before the scan: the agent's line without its CRs, or the extension's rewrite.
+    const conn = await RawConnection.open(server, "answers");
+    const sse = await conn.openSse();
+    const sessionId = await conn.newSession(sse);
+    const stray = (id: string) => `garbage {"jsonrpc":"2.0","id":${id},"result":{"stopReason":"end_turn"}}`;
+    const requests: Array<[number | string, string]> = [
+      [41, "echo numeric"],
+      [-7, "echo negative"],
+      [0, "echo zero"],
+      [1234567890123456, "echo sixteen digits"],
+      ["plain-1", "chunks 20"],
+      ['q"uote\\slash/\n', "echo escaped"],
+      ["é-1", "echo not ascii ✓"],
+      ["spaced-1", "echo spaced"],
+      ["reordered-1", "echo reordered"],
+      ["cr-1", "echo carriage return"],
+      ["err-1", "error 4321 boom"],
+      ["stray-1", `chunks 3\n${stray('"stray-0"')}\n${stray("424242")}\nchunks 3`],
+      // Answered requests are out of flight: their ids are taken again (a 400 otherwise).
+      [41, "echo again"],
+      ["plain-1", "echo again"],
+    ];
+    for (const [id, text] of requests) {
+      const answers = (m: RpcMessage) => m.id === id && m.method === undefined;
+      const earlier = sse.messages().filter(answers).length;
+      const params = { sessionId, prompt: [{ type: "text", text }] };
+      const accepted = await conn.post({ jsonrpc: "2.0", id, method: "session/prompt", params });
+      assert.equal(accepted.status, 202, await accepted.text());
+      let seen = 0;
+      const answer = await sse.waitFor((m) => answers(m) && ++seen > earlier);
+      assert.equal(
+        id === "err-1" ? answer.error?.code : answer.result?.stopReason,
+        id === "err-1" ? 4321 : "end_turn",
+      );
+    }
+    const list = await conn.call(sse, "session/list", {});
+    const firstId = sse.events.find((e) => e.id !== undefined)!.id!;
+    const body = await rawSse(server, conn.id, firstId, /"sessions":/);
+    sse.close();
+    const events = body
+      .split("\n")
+      .filter((line) => line.startsWith("data: ") && line !== "data: ") // the priming event has no data
+      .map((line) => Buffer.from(line.slice(6), "latin1"));
+    // The agent's lines after initialize's answer (which the POST returned), as bytes, CRs taken out.
+    const written = readFileSync(log, "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+      .slice(1)
+      .map((line) => Buffer.from(line.replaceAll("\r", "")));
+    assert.equal(events.length, written.length);
+    for (let i = 0; i < events.length - 1; i++)
+      assert.equal(events[i]!.toString(), written[i]!.toString(), `event ${i}`);
+    // Byte for byte, the multi-byte characters included.
+    assert.deepEqual(events.slice(0, -1), written.slice(0, -1));
+    // session/list's answer is the one the extension rewrote (it merges the server's own sessions).
+    assert.notDeepEqual(events.at(-1), written.at(-1));
+    assert.equal(events.at(-1)!.toString(), JSON.stringify(list));
+    await conn.delete();
+  });
+
+  it("reach a WebSocket as the agent wrote them", async () => {
+    const ws = await openWs(server.baseUrl, { headers: server.headers() });
+    const frames: Buffer[] = [];
+    ws.ws.on("message", (data: Buffer) => frames.push(data));
+    const agent = { _meta: { "sandboxagent.dev": { agent: "wsAnswers" } } };
+    ws.send({
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: 1, clientCapabilities: {}, ...agent },
+    });
+    await ws.waitFor((m) => m.id === 0);
+    ws.send({ id: 1, method: "session/new", params: { cwd: process.cwd(), mcpServers: [] } });
+    const sessionId = (await ws.waitFor((m) => m.id === 1)).result!.sessionId!;
+    for (const [id, text] of [
+      [2, "chunks 5"],
+      ["ws-1", "echo string id ✓"],
+      ['ws"2', "echo escaped id"],
+      ["err-1", "error 4321 boom"],
+    ] as const) {
+      ws.send({ id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text }] } });
+      await ws.waitFor((m) => m.id === id && m.method === undefined);
+    }
+    // Every frame after initialize's answer (which an extension rewrites) is one of the agent's lines.
+    const written = readFileSync(wsLog, "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+      .slice(1)
+      .map((line) => Buffer.from(line));
+    assert.deepEqual(frames.slice(1), written);
+    ws.ws.close();
+    await ws.closed;
   });
 });

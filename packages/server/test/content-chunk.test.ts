@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { MAX_TEXT_CHUNK_LINE, TextChunkScanner } from "../src/runtime/content-chunk.js";
+import { checkMutations, checkUtf8, parsedBytes, recognisedIn, TEXT_PIECES } from "./support/recogniser.js";
+import { Rng } from "./support/fuzz-gen.js";
 
 const KINDS = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
 
@@ -13,18 +15,7 @@ const chunk = (text: string, sessionUpdate = "agent_message_chunk", sessionId = 
 
 const scanner = new TextChunkScanner();
 
-/**
- * The recogniser on a line's bytes, given as the byte string the line splitter makes: followed by
- * CRLF, so that all of them are the line (a CR at its end too); where the scanner says the line
- * ends and the next begins is checked as well.
- */
-function textChunkSession(bytes: Buffer): string | undefined {
-  const line = bytes.toString("latin1");
-  const session = scanner.match(`${line}\r\n`, 0);
-  if (session !== undefined)
-    assert.deepEqual([scanner.lineEnd, scanner.next], [line.length, line.length + 2]);
-  return session;
-}
+const textChunkSession = (bytes: Buffer) => recognisedIn(scanner, bytes);
 const recognised = (line: string | Buffer) => textChunkSession(Buffer.from(line));
 
 /**
@@ -32,12 +23,7 @@ const recognised = (line: string | Buffer) => textChunkSession(Buffer.from(line)
  * undefined. Exact: any other key anywhere, or a value of another type, is another message.
  */
 function parsedSession(bytes: Buffer): string | undefined {
-  let m: unknown;
-  try {
-    m = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    return undefined;
-  }
+  const m = parsedBytes(bytes);
   const keys = (o: unknown, ...expected: string[]) =>
     typeof o === "object" && o !== null && !Array.isArray(o) && Object.keys(o).join() === expected.join();
   const msg = m as { jsonrpc: unknown; method: unknown; params: Record<string, unknown> };
@@ -52,40 +38,6 @@ function parsedSession(bytes: Buffer): string | undefined {
   return typeof update.content.text === "string" ? params.sessionId : undefined;
 }
 
-/** A deterministic generator (mulberry32), so a failure names a reproducible case. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const TEXT_PIECES = [
-  "a",
-  " ",
-  '"',
-  "\\",
-  "/",
-  "\n",
-  "\r",
-  "\t",
-  "\u0000",
-  "\u001f",
-  "\u007f",
-  "é",
-  "✓",
-  "\u2028",
-  "\ufeff",
-  "😀",
-  "\ud800",
-  "\udc00",
-  "日本",
-  "\\u0041",
-  "}}}}",
-  '","',
-];
 /** Bytes that break things: UTF-8 lead and continuation bytes in bad places, JSON punctuation, whitespace. */
 const BAD_BYTES = [
   0x80, 0xbf, 0xc0, 0xc1, 0xc2, 0xe0, 0xed, 0xa0, 0xf0, 0xf4, 0x90, 0xf5, 0xff, 0x22, 0x5c, 0x7b, 0x7d, 0x2c,
@@ -152,43 +104,7 @@ describe("text chunk recognition on the agent's bytes", () => {
 
   it("leaves text that is not well-formed UTF-8 to decoding, which replaces it", () => {
     const [head, tail] = chunk("@").split("@") as [string, string];
-    const invalid = [
-      [0x80],
-      [0xbf],
-      [0xc0, 0xaf],
-      [0xc1, 0xbf],
-      [0xc2],
-      [0xc2, 0x41],
-      [0xe0, 0x80, 0x80],
-      [0xe0, 0x9f, 0xbf],
-      [0xed, 0xa0, 0x80],
-      [0xed, 0xbf, 0xbf],
-      [0xef, 0xbf],
-      [0xf0, 0x80, 0x80, 0x80],
-      [0xf0, 0x8f, 0xbf, 0xbf],
-      [0xf4, 0x90, 0x80, 0x80],
-      [0xf5, 0x80, 0x80, 0x80],
-      [0xff],
-      [0xf0, 0x9f, 0x98],
-    ];
-    for (const bytes of invalid) {
-      const line = Buffer.concat([Buffer.from(head), Buffer.from(bytes), Buffer.from(tail)]);
-      assert.equal(textChunkSession(line), undefined, Buffer.from(bytes).toString("hex"));
-    }
-    const valid = [
-      [0xc2, 0x80],
-      [0xdf, 0xbf],
-      [0xe0, 0xa0, 0x80],
-      [0xed, 0x9f, 0xbf],
-      [0xee, 0x80, 0x80],
-      [0xf0, 0x90, 0x80, 0x80],
-      [0xf4, 0x8f, 0xbf, 0xbf],
-      [0xef, 0xbb, 0xbf],
-    ];
-    for (const bytes of valid) {
-      const line = Buffer.concat([Buffer.from(head), Buffer.from(bytes), Buffer.from(tail)]);
-      assert.equal(textChunkSession(line), "sess-1", Buffer.from(bytes).toString("hex"));
-    }
+    checkUtf8(textChunkSession, head, tail, "sess-1");
   });
 
   it("agrees with decoding and JSON.parse on generated messages and their byte-level mutations", () => {
@@ -196,8 +112,9 @@ describe("text chunk recognition on the agent's bytes", () => {
     // again gives the same bytes: they can go into the log as they are) and JSON.parse of them
     // must be a text chunk of the same session. Canonical serializations with a plain id must be
     // accepted. 20,000 messages, each with a handful of mutations.
-    const next = random(17);
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const rng = new Rng(17);
+    const next = () => rng.next();
+    const pick = <T>(items: readonly T[]): T => rng.pick(items);
     let accepted = 0;
     let mutatedAccepted = 0;
     for (let n = 0; n < 20_000; n++) {
@@ -213,29 +130,7 @@ describe("text chunk recognition on the agent's bytes", () => {
         assert.equal(fast, id, canonical.toString());
         accepted++;
       } else assert.ok(fast === undefined || fast === parsedSession(canonical), canonical.toString());
-      for (let m = 0; m < 5; m++) {
-        const at = Math.floor(next() * (canonical.length + 1));
-        const op = next();
-        const bytes = Array.from({ length: 1 + Math.floor(next() * 3) }, () => pick(BAD_BYTES));
-        const mutated =
-          op < 0.33
-            ? Buffer.concat([canonical.subarray(0, at), Buffer.from(bytes), canonical.subarray(at)]) // insert
-            : op < 0.66
-              ? Buffer.concat([canonical.subarray(0, at), canonical.subarray(at + bytes.length)]) // delete
-              : Buffer.concat([
-                  canonical.subarray(0, at),
-                  Buffer.from(bytes),
-                  canonical.subarray(at + bytes.length),
-                ]);
-        const got = textChunkSession(mutated);
-        if (got === undefined) continue;
-        mutatedAccepted++;
-        assert.ok(
-          Buffer.from(mutated.toString("utf8")).equals(mutated),
-          `not UTF-8: ${mutated.toString("hex")}`,
-        );
-        assert.equal(got, parsedSession(mutated), mutated.toString("hex"));
-      }
+      mutatedAccepted += checkMutations(canonical, rng, BAD_BYTES, textChunkSession, parsedSession);
     }
     assert.ok(accepted > 10_000 && mutatedAccepted > 1000, `${accepted} / ${mutatedAccepted}`);
   });

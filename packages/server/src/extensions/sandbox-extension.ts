@@ -140,11 +140,15 @@ export class SandboxExtension implements ConnectionExtension {
     return state.serverAnswered.delete(key);
   }
 
+  readsAgentResult(request: JsonRpcMessage): boolean {
+    return request.method !== undefined && AGENT_RESPONSES_SEEN.has(request.method);
+  }
+
   agentResponse(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean | "held" {
-    // Most answers (session/prompt's…) need nothing here; the rest is in a function of its own (see
-    // `clientMessage`).
-    if (response.error || !request.method || !AGENT_RESPONSES_SEEN.has(request.method)) return false;
-    return this.agentMethodResponse(response, request, request.method, conn);
+    // Most answers (session/prompt's…) need nothing here, and skip the parse (`readsAgentResult`);
+    // the rest is in a function of its own (see `clientMessage`).
+    if (response.error || !this.readsAgentResult(request)) return false;
+    return this.agentMethodResponse(response, request, request.method!, conn);
   }
 
   /** `agentResponse` for the methods of `AGENT_RESPONSES_SEEN`. */

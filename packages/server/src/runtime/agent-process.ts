@@ -18,8 +18,8 @@ export interface AgentProcessOptions {
   env: Record<string, string>;
   cwd?: string;
   maxLineBytes: number;
-  /** One line of stdout as a byte string (one character per byte, see `LineSplitter`). */
-  onLine: (line: string) => void;
+  /** One line of stdout: its bytes, `chunk` from `start` to `end` (see `LineSplitter`). */
+  onLine: (chunk: Buffer, start: number, end: number) => void;
   /** Takes lines where they are first (`LineSplitter`'s `scan`): those it takes skip `onLine`. */
   scanLines?: LineScan;
   onOversizeLine: (bytes: number) => void;

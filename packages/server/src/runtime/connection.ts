@@ -6,6 +6,7 @@ import {
   type ConnectionRecord,
   type ReattachMethod,
 } from "./connection-record.js";
+import { AnswerScanner } from "./agent-answer.js";
 import { TextChunkScanner } from "./content-chunk.js";
 import { snapshotOf, type ConnectionSnapshot } from "./connection-snapshot.js";
 import {
@@ -194,6 +195,10 @@ export class Connection implements ConnectionApi {
    * extension for every chunk was a property load on objects of as many shapes.
    */
   private readonly textChunkHooks: Array<Required<Pick<ConnectionExtension, "agentTextChunk">>>;
+  /** Recognises answers to requests in flight, which skip JSON.parse; undefined when an extension reads every answer. */
+  private readonly answers: AnswerScanner | undefined;
+  /** The extensions that see answers (`agentResponse`), each saying which results it reads. */
+  private readonly resultReaders: Array<Required<Pick<ConnectionExtension, "readsAgentResult">>>;
 
   constructor(private readonly options: ConnectionOptions) {
     this.id = options.id;
@@ -206,6 +211,9 @@ export class Connection implements ConnectionApi {
       (e): e is ConnectionExtension & Required<Pick<ConnectionExtension, "agentTextChunk">> =>
         e.agentTextChunk !== undefined,
     );
+    const responseHooks = options.extensions.filter((e) => e.agentResponse !== undefined);
+    if (responseHooks.every((e) => e.readsAgentResult)) this.answers = new AnswerScanner();
+    this.resultReaders = responseHooks as typeof this.resultReaders;
     const { limits } = options;
     this.outbound = new Outbound(new EventLog(options.log), {
       maxBufferedBytes: limits.maxBufferedBytes,
@@ -237,15 +245,16 @@ export class Connection implements ConnectionApi {
       cwd: launch.cwd,
       maxLineBytes: options.limits.maxMessageBytes,
       guard: options.guard,
-      onLine: (line) => {
+      onLine: (chunk, start, end) => {
         // A callback of the agent's stdout: an exception must fail this connection, not the server.
         try {
-          this.onAgentLine(line);
+          this.onAgentLine(chunk.toString("utf8", start, end));
         } catch (error) {
           this.failed("agent output", error);
         }
       },
-      scanLines: this.textChunks && ((text, bytes, from) => this.scanAgentText(text, bytes, from)),
+      scanLines:
+        (this.textChunks ?? this.answers) && ((text, bytes, from) => this.scanAgentText(text, bytes, from)),
       onOversizeLine: (bytes) => {
         this.logger.error("agent wrote a line over the message limit; closing", {
           connection: shortId(this.id),
@@ -851,14 +860,15 @@ export class Connection implements ConnectionApi {
 
   /**
    * The line at `from` of the agent's stdout (`text`: whole lines as a byte string, one character
-   * per byte, and `bytes` the same bytes) if it is a text chunk (`content-chunk.ts`); returns where
-   * the next line starts, or -1 for any other line (it goes to `onAgentLine`).
+   * per byte, and `bytes` the same bytes) if it is a text chunk (`content-chunk.ts`) or an answer
+   * (`scanAnswer`); returns where the next line starts, or -1 for any other line (it goes to
+   * `onAgentLine`).
    */
   private scanAgentText(text: string, bytes: Uint8Array, from: number): number {
-    const scanner = this.textChunks!;
-    const session = scanner.match(text, from);
-    if (session === undefined) return -1;
-    const { lineEnd, next } = scanner;
+    const scanner = this.textChunks;
+    const session = scanner?.match(text, from);
+    if (session === undefined) return this.scanAnswer(text, bytes, from);
+    const { lineEnd, next } = scanner!;
     try {
       if (this.reattaching.size > 0 && this.reattaching.has(session)) return next;
       let dropped = false;
@@ -872,9 +882,43 @@ export class Connection implements ConnectionApi {
     return next;
   }
 
-  /** One line of the agent's stdout that is no text chunk, as a byte string (one character per byte). */
-  private onAgentLine(bytes: string): void {
-    const line = Buffer.from(bytes, "latin1").toString("utf8");
+  /**
+   * The line at `from` if it answers a client request in flight, in the canonical form of
+   * `agent-answer.ts`, and nothing reads its result: what `routeAgentMessage` does for an answer
+   * (the request leaves the in-flight map and is settled by the event appended next) and the
+   * agent's bytes appended, with no parse. Returns where the next line starts, or -1 to leave the
+   * line to `onAgentLine` (any other line, an id not in flight, `initialize`'s answer, a server
+   * request's, one whose result is read).
+   */
+  private scanAnswer(text: string, bytes: Uint8Array, from: number): number {
+    const scanner = this.answers;
+    if (scanner === undefined || this.initWaiter !== undefined) return -1;
+    const key = scanner.match(text, from);
+    if (key === undefined || this.pendingServer.has(key)) return -1;
+    const request = this.pendingClient.get(key);
+    if (request === undefined || this.readsResult(request)) return -1;
+    try {
+      this.pendingClient.delete(key);
+      this.settle(request.id as JsonRpcId);
+      // Valid JSON in UTF-8 with no CR: the bytes `onAgentLine` would append.
+      this.appendBytes(bytes, from, scanner.lineEnd);
+    } catch (error) {
+      // A callback of the agent's stdout: an exception must fail this connection, not the server.
+      this.failed("agent output", error);
+    }
+    return scanner.next;
+  }
+
+  /** Whether the answer to client `request` is read: sessions it creates or attaches, an extension's methods. */
+  private readsResult(request: JsonRpcMessage): boolean {
+    const method = request.method!;
+    if (SESSION_RESULT_METHODS.has(method) || SESSION_PARAM_METHODS.has(method)) return true;
+    for (const ext of this.resultReaders) if (ext.readsAgentResult(request)) return true;
+    return false;
+  }
+
+  /** One line of the agent's stdout that neither scan took (no text chunk, no answer `scanAnswer` takes). */
+  private onAgentLine(line: string): void {
     let message: JsonRpcMessage;
     try {
       const parsed: unknown = JSON.parse(line);

@@ -44,6 +44,13 @@ export interface ConnectionExtension {
    */
   agentResponse?(response: JsonRpcMessage, request: JsonRpcMessage, conn: ConnectionApi): boolean | "held";
   /**
+   * Whether `agentResponse` acts on a successful answer to `request` (what the client sent). An
+   * answer that every extension with `agentResponse` says no to here may reach the client without
+   * being parsed, and without `agentResponse` (`agent-answer.ts`); an extension with
+   * `agentResponse` and without this hook sees every answer, parsed.
+   */
+  readsAgentResult?(request: JsonRpcMessage): boolean;
+  /**
    * Sees agent notifications and requests. Returning true drops the message: the client never
    * sees it (for a request, the extension must answer it with `forward`).
    */

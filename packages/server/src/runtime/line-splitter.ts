@@ -3,22 +3,23 @@
  * than `maxLineBytes` is an error: ACP messages are single lines, and an unbounded one would grow
  * memory without limit.
  *
- * A line is handed on as a byte string: one character per byte (latin1), the agent's bytes as
- * they are, not decoded. Most of a turn's lines go into the event log as those bytes
- * (`content-chunk.ts`), and decoding each as UTF-8 only to encode it again cost more than the
- * recognition itself on text that is not ASCII; a consumer that needs the text decodes the rare
- * other lines (`Buffer.from(line, "latin1").toString("utf8")`). The whole lines of a chunk are
- * converted with one call and cut from that string: a slice is a view of it, where a conversion
- * per line cost ~125 ns more per line (most of a turn's chunks hold hundreds). A line kept past
- * the chunk keeps the chunk's string alive: a consumer that keeps one copies it (see
- * `content-chunk.ts`). A `\r` before the `\n` is not part of the line; empty lines are skipped.
- *
  * A consumer may `scan` the lines where they are first: it is given the text of whole lines (each
- * with its `\n`), the same as bytes (a `Uint8Array`, same offsets) and the offset of one line, and
+ * with its `\n`) as a byte string, one character per byte (latin1), the agent's bytes as they are,
+ * not decoded; the same as bytes (a `Uint8Array`, same offsets); and the offset of one line. It
  * returns where the next line starts when it took that line, -1 when not (the line then goes to
- * `onLine`). The text-chunk recogniser works this way
- * (`content-chunk.ts`): cutting each line out of the text, and finding its end first, cost ~40
- * and ~20 ns a line, more than a quarter of the recognition.
+ * `onLine`). Most of a turn's lines go into the event log as those bytes (`content-chunk.ts`,
+ * `agent-answer.ts`), and decoding each as UTF-8 only to encode it again cost more than the
+ * recognition itself on text that is not ASCII. The whole lines of a chunk are converted with one
+ * call: the scan matches at offsets of that string (a sticky pattern), where a conversion per line
+ * cost ~125 ns more per line (most of a turn's chunks hold hundreds), and cutting each line out of
+ * the text, and finding its end first, ~40 and ~20 ns a line, more than a quarter of the
+ * recognition. A string kept past the chunk keeps the chunk's string alive: a consumer that keeps
+ * a cut of it copies it (see `content-chunk.ts`).
+ *
+ * The other lines go to `onLine` as their bytes: the chunk and the line's offsets in it, for the
+ * consumer to decode (`toString("utf8", start, end)`), which costs half of decoding the line's
+ * byte string (`Buffer.from(line, "latin1")` first: ~220 against ~460 ns for a 250-byte line). A
+ * `\r` before the `\n` is not part of the line; empty lines are skipped.
  */
 export type LineScan = (text: string, bytes: Uint8Array, from: number) => number;
 
@@ -28,7 +29,7 @@ export class LineSplitter {
 
   constructor(
     private readonly maxLineBytes: number,
-    private readonly onLine: (line: string) => void,
+    private readonly onLine: (chunk: Buffer, start: number, end: number) => void,
     private readonly onOversize: (bytes: number) => void,
     private readonly scan?: LineScan,
   ) {}
@@ -77,14 +78,11 @@ export class LineSplitter {
         }
       }
       const nl = text.indexOf("\n", from);
-      this.line(text.slice(from, nl));
+      // The line's bytes, without a CR before the `\n` (`charCodeAt`, not `endsWith("\r")`, which is
+      // a builtin call per line); an empty line is skipped.
+      const end = from < nl && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+      if (end > from) this.onLine(chunk, start + from, start + end);
       from = nl + 1;
     }
-  }
-
-  private line(line: string): void {
-    // `charCodeAt`, not `endsWith("\r")`, which is a builtin call per line.
-    const cr = line.charCodeAt(line.length - 1) === 13;
-    if (line.length > (cr ? 1 : 0)) this.onLine(cr ? line.slice(0, -1) : line);
   }
 }
