@@ -3,6 +3,8 @@ import { appendFileSync, cpSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { tempDir, waitFor } from "@sandbox-agent/testkit";
+import { delivered, epochOf, openRequests, setup, withRestarts } from "./support/durable.js";
+import { openSession, type RawConnection, type RpcMessage } from "./support/rpc.js";
 import { DEFAULT_EVENT_LOG_OPTIONS, diskStore } from "../src/store/event-store.js";
 import { RequestJournal } from "../src/store/request-journal.js";
 
@@ -88,6 +90,10 @@ describe("request journal: the requests a restart must answer", () => {
     // No new events and nothing answered: nothing written.
     journal.checkpoint(150);
     assert.equal(readFileSync(file, "utf8"), compacted);
+    // The long-running request answered: nothing open, the file is cut at once.
+    journal.remove("long-running");
+    assert.equal(readFileSync(file, "utf8"), "");
+    journal.add("long-running", 160);
     for (let i = 0; i < 10_000; i++) {
       journal.add(i, 200);
       journal.remove(i);
@@ -170,5 +176,128 @@ describe("request journal: the requests a restart must answer", () => {
     log.commit();
     assert.deepEqual(afterKill(dataDir, id), []);
     store.close();
+  });
+});
+
+/** The answers (JSON-RPC responses) among `events`, by request id. */
+function answersById(events: Array<{ data: string }>): Map<unknown, RpcMessage[]> {
+  const answers = new Map<unknown, RpcMessage[]>();
+  for (const { data } of events) {
+    const message = JSON.parse(data) as RpcMessage;
+    if (message.method !== undefined || message.id === undefined) continue;
+    answers.set(message.id, [...(answers.get(message.id) ?? []), message]);
+  }
+  return answers;
+}
+
+/** Reads the whole log back (`epoch.0`) until request `last` is answered; fails unless every request was answered once. */
+async function answeredOnce(
+  conn: RawConnection,
+  epoch: string,
+  last: number,
+): Promise<Map<unknown, RpcMessage[]>> {
+  const full = await conn.openSse(`${epoch}.0`);
+  await full.waitFor((m) => m.id === last && m.method === undefined, 30_000);
+  full.close();
+  const answers = answersById(delivered(full.events));
+  for (const [id, all] of answers)
+    assert.equal(all.length, 1, `request ${String(id)} answered ${all.length} times`);
+  return answers;
+}
+
+describe("request journal: a server killed around an answer", () => {
+  it("SIGKILL as an answer arrives, its `+` line still in the journal: not answered again after the restart", async () => {
+    const s = setup();
+    await withRestarts(s, async (run) => {
+      let { conn, sse, sessionId } = await openSession(run.server);
+      const journal = path.join(s.dataDir, "event-log", conn.id, "requests.journal");
+      const epoch = epochOf(delivered(sse.events)[0]!.id);
+      let answered: RpcMessage | undefined;
+      // The checkpoint (about once a second) may compact the line away between the answer and
+      // the kill: then the next turn tries again.
+      for (let attempt = 0; answered === undefined; attempt++) {
+        assert.ok(attempt < 10, "the checkpoint compacted the line before every kill");
+        const answer = await conn.prompt(sse, sessionId, `echo ${attempt}`);
+        await run.kill("SIGKILL", sse);
+        if (openRequests(journal).includes(String(answer.id))) answered = answer;
+        conn = conn.on(await run.start());
+        sse = await conn.openSse(sse.lastId());
+      }
+      assert.equal(answered.result?.stopReason, "end_turn");
+      // The connection goes on; the whole log read back holds the killed turn's one answer.
+      const after = await conn.prompt(sse, sessionId, "echo after");
+      const answers = await answeredOnce(conn, epoch, after.id as number);
+      assert.deepEqual(answers.get(answered.id), [answered]);
+    });
+  });
+
+  it("SIGKILL at random points of concurrent turns, three times: every acknowledged request answered exactly once", async () => {
+    const s = setup();
+    await withRestarts(s, async (run) => {
+      const first = await openSession(run.server);
+      let { conn, sse } = first;
+      const epoch = epochOf(delivered(sse.events)[0]!.id);
+      const sessions = [first.sessionId, await conn.newSession(sse), await conn.newSession(sse)];
+      const accepted = new Set<number>();
+      const turns = ["echo a", "sleep 40", "chunks 30", "slow 5 10"];
+      for (let round = 0; round < 3; round++) {
+        let killed = false;
+        let answers = 0;
+        // Each session runs turns one after another until the kill, which comes after 4–10 answers.
+        const drivers = sessions.map(async (sessionId, k) => {
+          for (let i = k; !killed; i++) {
+            let id: number;
+            try {
+              id = await conn.send("session/prompt", {
+                sessionId,
+                prompt: [{ type: "text", text: turns[i % 4]! }],
+              });
+            } catch {
+              return; // cut by the kill: its fate is unknown to the client
+            }
+            accepted.add(id);
+            const reader = sse;
+            await waitFor(
+              () => killed || reader.messages().some((m) => m.id === id && m.method === undefined),
+              30_000,
+              `the answer to ${id}`,
+            );
+            answers++;
+          }
+        });
+        await waitFor(() => answers >= 4 + round * 3, 30_000, `${4 + round * 3} answers`);
+        killed = true;
+        await run.kill("SIGKILL", sse);
+        await Promise.all(drivers);
+        conn = conn.on(await run.start());
+        sse = await conn.openSse(sse.lastId());
+      }
+      const last = (await conn.prompt(sse, sessions[0]!, "echo after")).id as number;
+      const answers = await answeredOnce(conn, epoch, last);
+      // Answered once each (a result, or server_restarted for those the kill caught in flight).
+      for (const id of accepted)
+        assert.equal(answers.get(id)?.length, 1, `request ${id}: ${JSON.stringify(answers.get(id))}`);
+      assert.ok(accepted.size >= 20, `${accepted.size} requests`);
+    });
+  });
+
+  it("many turns: the journal stays within about a second of requests, and is cut to nothing once none is open", async () => {
+    const s = setup();
+    await withRestarts(s, async (run) => {
+      const { conn, sse, sessionId } = await openSession(run.server);
+      const journal = path.join(s.dataDir, "event-log", conn.id, "requests.journal");
+      let largest = 0;
+      const start = Date.now();
+      let turns = 0;
+      // At least 200 turns and 3 s, so that several checkpoints pass.
+      for (; turns < 200 || Date.now() - start < 3000; turns++) {
+        await conn.prompt(sse, sessionId, "echo x");
+        largest = Math.max(largest, statSync(journal).size);
+      }
+      const perSecond = (turns * 1000) / (Date.now() - start);
+      // A line is `+<seq> <id>\n`, under 16 bytes here: two seconds of them, and slack for `=` lines.
+      assert.ok(largest < 2 * 16 * perSecond + 256, `${largest} bytes at ${perSecond.toFixed(0)} turns/s`);
+      await waitFor(() => statSync(journal).size === 0, 5000, "the journal cut to nothing");
+    });
   });
 });

@@ -36,10 +36,11 @@ const COMPACT_BYTES = 64 * 1024;
  * checkpoint (about a second) the file is brought back to the open set, so recovery reads about
  * a second of events at most and the file holds about a second of requests:
  * - nothing open: the file is cut to nothing (one `ftruncate`, for an echo-like connection);
- * - some open (a long prompt): one line `=[[seq,id],…]` says "these are the open requests, and
- *   none is answered before its seq", each seq moved up to the event after the durable ones (an
- *   open request's answer is not among them); past `COMPACT_BYTES` the file is rewritten with
- *   those alone instead (a temporary file renamed over it).
+ * - some open (a long prompt, or a turn in flight): one line `=[[seq,id],…]` says "these are the
+ *   open requests, and none is answered before its seq", each seq moved up to the event after the
+ *   durable ones (an open request's answer is not among them), and the file is cut to nothing the
+ *   next time no request is open (`remove`); past `COMPACT_BYTES` (a client that always has a
+ *   request in flight) it is rewritten with those alone instead (a temporary file renamed over it).
  * Every one of these may be lost (a power loss before a sync) without harm: the older lines it
  * replaced name requests whose answers are durable in the log, where recovery finds them. Opening
  * replays the lines (a last line cut short by a crash is ignored; `-<id JSON>`, "answered", is
@@ -59,6 +60,8 @@ export class RequestJournal {
   private unsynced = false;
   /** Set when the file names a request no longer open (answered): the next checkpoint compacts it. */
   private settled = false;
+  /** Set by a checkpoint that found requests open: the file is cut to nothing once none is. */
+  private truncateWhenEmpty = false;
 
   private constructor(
     private readonly file: string,
@@ -138,7 +141,9 @@ export class RequestJournal {
    * Nothing is written (the answer in the log says it); the next checkpoint compacts its line away.
    */
   remove(id: RequestId): void {
-    if (this.open.delete(JSON.stringify(id))) this.settled = true;
+    if (!this.open.delete(JSON.stringify(id))) return;
+    this.settled = true;
+    if (this.open.size === 0 && this.truncateWhenEmpty) this.truncate();
   }
 
   /**
@@ -160,6 +165,7 @@ export class RequestJournal {
     else if (this.settled || behind) {
       const open = [...this.open.values()].map(({ id, since }) => [since, id]);
       if (this.append(`=${JSON.stringify(open)}\n`) === undefined) this.settled = false;
+      this.truncateWhenEmpty = true;
     }
   }
 
@@ -219,7 +225,7 @@ export class RequestJournal {
       this.fd ??= fs.openSync(this.file, "a");
       fs.ftruncateSync(this.fd, 0);
       this.bytes = 0;
-      this.settled = false;
+      this.settled = this.truncateWhenEmpty = false;
     } catch {
       // The lines left name answered requests: recovery finds their answers in the log.
     }
