@@ -209,7 +209,9 @@ describe("request journal: a server killed around an answer", () => {
   it("SIGKILL as an answer arrives, its `+` line still in the journal: not answered again after the restart", async () => {
     const s = setup();
     await withRestarts(s, async (run) => {
-      let { conn, sse, sessionId } = await openSession(run.server);
+      const opened = await openSession(run.server);
+      const { sessionId } = opened;
+      let { conn, sse } = opened;
       const journal = path.join(s.dataDir, "event-log", conn.id, "requests.journal");
       const epoch = epochOf(delivered(sse.events)[0]!.id);
       let answered: RpcMessage | undefined;
