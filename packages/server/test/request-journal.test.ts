@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { appendFileSync, cpSync, readFileSync, statSync } from "node:fs";
+import { appendFileSync, cpSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { tempDir, waitFor } from "@sandbox-agent/testkit";
@@ -154,6 +154,32 @@ describe("request journal: the requests a restart must answer", () => {
     assert.deepEqual(opened?.log.unansweredRequests(), ["b"]);
     store.close();
     assert.deepEqual(openIn(path.join(dataDir, "event-log", id)), ["b"]);
+  });
+
+  it("a damaged segment between a request and its answer is skipped: the answer after it still counts", () => {
+    const dataDir = tempDir("requests-store-");
+    const store = diskStore(dataDir, { ...DEFAULT_EVENT_LOG_OPTIONS, segmentBytes: 2048 }, () => {});
+    const id = "00000000-0000-4000-8000-000000000004";
+    const log = store.createLog(id, window);
+    log.recordRequest("a");
+    for (let i = 0; i < 100; i++) {
+      log.append(`{"jsonrpc":"2.0","method":"session/update","params":{"n":${i}}}`);
+      if (i % 10 === 9) log.commit();
+    }
+    log.settleRequest("a", log.nextSeq);
+    log.append('{"jsonrpc":"2.0","id":"a","result":{}}');
+    log.commit();
+    const dir = path.join(dataDir, "event-log", id);
+    const segments = readdirSync(dir)
+      .filter((f) => f.endsWith(".log"))
+      .sort((x, y) => parseInt(x) - parseInt(y));
+    assert.ok(segments.length >= 3, `${segments.length} segments`);
+    const damaged = path.join(dir, segments[1]!);
+    const bytes = readFileSync(damaged);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    writeFileSync(damaged, bytes);
+    assert.deepEqual(afterKill(dataDir, id), []);
+    store.close();
   });
 
   it("a request open across many events: each checkpoint moves its seq on, so recovery reads about a second of events, not the whole prompt", async () => {
