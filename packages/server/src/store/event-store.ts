@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { ByteWindow, type EventBatch, type WindowLimits } from "./byte-window.js";
 import { batchLength } from "./event-batch.js";
-import { SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
+import { CorruptLogError, SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
 import { RequestJournal, type RequestId } from "./request-journal.js";
 
@@ -252,7 +252,8 @@ class DiskStore implements EventStore {
     }
     opened.files.retain(Date.now());
     const requests = RequestJournal.open(dir, this.options.fsync);
-    if (requests.size > 0) settleLogged(opened.files, requests, scanStart(opened.files, mark));
+    const since = requests.oldestSince();
+    if (since !== undefined) settleLogged(opened.files, requests, since);
     const log = new DiskLog(this, connectionId, opened.files, requests, this.cache(window));
     return { log: this.track(log), repair: opened.repair };
   }
@@ -366,7 +367,7 @@ class DiskStore implements EventStore {
     for (const log of this.logs) {
       if (log.failure !== undefined) log.commit();
       log.retain(now);
-      log.requests.checkpoint();
+      log.requests.checkpoint(log.durableSeq);
     }
   }
 
@@ -498,7 +499,6 @@ class DiskLog implements ConnectionLog {
   settleRequest(id: RequestId, seq: number): void {
     if (seq > this.durable || this.settling.length > 0) return void this.settling.push({ id, seq });
     this.requests.remove(id);
-    this.store.journalWritten(this);
   }
 
   unansweredRequests(): RequestId[] {
@@ -510,7 +510,6 @@ class DiskLog implements ConnectionLog {
     while (done < this.settling.length && this.settling[done]!.seq <= this.durable)
       this.requests.remove(this.settling[done++]!.id);
     this.settling.splice(0, done);
-    if (done > 0) this.store.journalWritten(this);
   }
 
   read(cursor: number, maxBytes: number): EventBatch | undefined {
@@ -538,6 +537,8 @@ class DiskLog implements ConnectionLog {
     // What is left is whole: the next start reads none of it.
     this.store.closed(this);
     this.files.close();
+    // Left with the open requests alone: the next start reads no events for the others.
+    this.requests.checkpoint(this.durable);
     this.requests.close();
   }
 
@@ -550,45 +551,40 @@ class DiskLog implements ConnectionLog {
 }
 
 /**
- * Where the events written since the log was last known whole begin: the tail mark's seq when it
- * fits the last segment, else the last segment's first seq.
- */
-function scanStart(files: SegmentFiles, mark: TailMark | undefined): number {
-  const tail = files.tail();
-  return mark !== undefined && mark.first === tail.first && mark.next <= tail.next ? mark.next : tail.first;
-}
-
-/**
- * Takes out of the journal the requests it leaves open whose answer is in the log all the same: a
- * crash between the answer's write and the journal's `-` line (the next `write`, in the same turn)
- * leaves one, and without this the restart would answer it a second time (`server_restarted`).
- * Such an answer is among the events written after the tail mark (the line follows the answer's
- * write at once, and the mark is taken at a checkpoint, a turn of its own), so only those are read
- * (about a second of output at most), and only when a request is open. An answer counts only
- * from the seq its request was recorded at: a client may reuse the id of a request answered before.
+ * Takes out of the journal the requests it leaves open whose answer is in the log: an answer
+ * writes nothing to the journal (its event says it), so every request accepted since the
+ * journal's last checkpoint is found here, answered or not. The events are read from `from`, the
+ * oldest open request's seq: about a second of output at most, since each checkpoint moves the
+ * open requests' seqs past the durable events (`RequestJournal.checkpoint`), and only when a
+ * request is open. An answer counts only from the seq its request was recorded at: a client may
+ * reuse the id of a request answered before.
  */
 function settleLogged(files: SegmentFiles, requests: RequestJournal, from: number): void {
   const open = new Map(requests.requests().map((r) => [JSON.stringify(r.id), r]));
   const through = files.nextSeq - 1;
-  try {
-    for (let cursor = from - 1; cursor < through && open.size > 0;) {
-      const batch = files.read(cursor, 1024 * 1024, through);
-      if (batch === undefined) return;
-      for (let i = 0; i < batchLength(batch); i++) {
-        const text = batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]);
-        if (!text.includes('"id"')) continue;
-        const id = responseIdOf(text);
-        if (id === undefined) continue;
-        const key = JSON.stringify(id);
-        const request = open.get(key);
-        if (request === undefined || batch.first + i < request.since) continue;
-        open.delete(key);
-        requests.remove(request.id);
-      }
-      cursor = batch.first + batchLength(batch) - 1;
+  for (let cursor = Math.max(from, files.oldestSeq) - 1; cursor < through && open.size > 0;) {
+    let batch: EventBatch | undefined;
+    try {
+      batch = files.read(cursor, 1024 * 1024, through);
+    } catch (error) {
+      // A segment that cannot be read (reported by the read that reaches it): the answers after it still count.
+      if (!(error instanceof CorruptLogError) || error.throughSeq <= cursor) return;
+      cursor = error.throughSeq;
+      continue;
     }
-  } catch {
-    // A segment that cannot be read: what it held is reported by the read that reaches it.
+    if (batch === undefined) return;
+    for (let i = 0; i < batchLength(batch); i++) {
+      const text = batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]);
+      if (!text.includes('"id"')) continue;
+      const id = responseIdOf(text);
+      if (id === undefined) continue;
+      const key = JSON.stringify(id);
+      const request = open.get(key);
+      if (request === undefined || batch.first + i < request.since) continue;
+      open.delete(key);
+      requests.remove(request.id);
+    }
+    cursor = batch.first + batchLength(batch) - 1;
   }
 }
 

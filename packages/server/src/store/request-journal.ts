@@ -17,20 +17,34 @@ const FILE = "requests.journal";
 const JOURNAL_NAME = "the request journal";
 const NEWLINE = 0x0a;
 const PLUS = 0x2b;
+const MINUS = 0x2d;
+const EQUALS = 0x3d;
 /** Past this size the journal is rewritten with only the requests still open (at a checkpoint). */
 const COMPACT_BYTES = 64 * 1024;
 
 /**
  * The client requests of one connection that a restart must answer, in `requests.journal` beside
- * its segments: one line per change, `+<seq> <id JSON>` when a request is accepted (before it runs
- * and before the client is told so; `seq` is the log's next event then), `-<id JSON>` once its
- * answer is in the event log. Each is one
- * `write` of a few bytes to the page cache (~2–5 µs), so every request is recorded before its
- * acknowledgement at no measurable cost, where the index's connection record (a JSON line of the
- * whole record, and a snapshot with `fdatasync` every few thousand) was too costly to write twice
- * per request. Opening replays the lines (a last line cut short by a crash is ignored); the file is
- * rewritten with the open requests alone past `COMPACT_BYTES` (a temporary file renamed over it),
- * so opening reads at most that plus a second of requests.
+ * its segments. A request accepted is one line, `+<seq> <id JSON>`, written before it runs and
+ * before the client is told so (`seq` is the log's next event then: its answer can only come from
+ * there on): one `write` of a few bytes to the page cache (~2–5 µs), where the index's connection
+ * record (a JSON line of the whole record, and a snapshot with `fdatasync` every few thousand) was
+ * too costly to write per request.
+ *
+ * An answer writes nothing here: its event in the log says the request was answered, and
+ * recovery reads it there (`DiskStore.openLog`: the events from the oldest open line's `seq` on).
+ * In memory a request leaves the open set once its answer is durable (`remove`), and at each
+ * checkpoint (about a second) the file is brought back to the open set, so recovery reads about
+ * a second of events at most and the file holds about a second of requests:
+ * - nothing open: the file is cut to nothing (one `ftruncate`, for an echo-like connection);
+ * - some open (a long prompt, or a turn in flight): one line `=[[seq,id],…]` says "these are the
+ *   open requests, and none is answered before its seq", each seq moved up to the event after the
+ *   durable ones (an open request's answer is not among them), and the file is cut to nothing the
+ *   next time no request is open (`remove`); past `COMPACT_BYTES` (a client that always has a
+ *   request in flight) it is rewritten with those alone instead (a temporary file renamed over it).
+ * Every one of these may be lost (a power loss before a sync) without harm: the older lines it
+ * replaced name requests whose answers are durable in the log, where recovery finds them. Opening
+ * replays the lines (a last line cut short by a crash is ignored; `-<id JSON>`, "answered", is
+ * still read from journals of earlier servers).
  */
 export class RequestJournal {
   private fd: number | undefined;
@@ -44,6 +58,10 @@ export class RequestJournal {
   private stale: Error | undefined;
   /** Set when a line was written since the last `takeUnsynced`. */
   private unsynced = false;
+  /** Set when the file names a request no longer open (answered): the next checkpoint compacts it. */
+  private settled = false;
+  /** Set by a checkpoint that found requests open: the file is cut to nothing once none is. */
+  private truncateWhenEmpty = false;
 
   private constructor(
     private readonly file: string,
@@ -77,19 +95,29 @@ export class RequestJournal {
         const space = line.indexOf(" ");
         const key = line.slice(space + 1);
         journal.open.set(key, { id: parseId(key), since: Number(line.slice(0, space)) || 1 });
-      } else journal.open.delete(line);
+      } else if (buf[start] === MINUS) journal.open.delete(line);
+      else if (buf[start] === EQUALS) journal.replaceOpen(line);
       good = start = end + 1;
     }
     if (good < buf.length) {
       fs.truncateSync(file, good);
       journal.bytes = good;
     }
+    // Lines of requests answered since: the first checkpoint compacts them.
+    journal.settled = journal.bytes > 0;
     return journal;
   }
 
   /** The requests left open (accepted and not answered), oldest first. */
   requests(): OpenRequest[] {
     return [...this.open.values()];
+  }
+
+  /** The seq from which the open requests' answers are to be found in the log (none open: undefined). */
+  oldestSince(): number | undefined {
+    let oldest: number | undefined;
+    for (const { since } of this.open.values()) if (oldest === undefined || since < oldest) oldest = since;
+    return oldest;
   }
 
   get size(): number {
@@ -108,19 +136,37 @@ export class RequestJournal {
     return failure;
   }
 
-  /** Request `id` was answered, and its answer is in the event log: it is no longer open. */
+  /**
+   * Request `id` was answered, and its answer is durable in the event log: it is no longer open.
+   * Nothing is written (the answer in the log says it); the next checkpoint compacts its line away.
+   */
   remove(id: RequestId): void {
-    const key = JSON.stringify(id);
-    if (!this.open.delete(key)) return;
-    if (this.stale !== undefined) return; // the rewrite leaves it out
-    const failure = this.append(`-${key}\n`);
-    // The file still holds it open: a restart would answer it twice. The rewrite fixes that.
-    if (failure !== undefined) this.stale = failure;
+    if (!this.open.delete(JSON.stringify(id))) return;
+    this.settled = true;
+    if (this.open.size === 0 && this.truncateWhenEmpty) this.truncate();
   }
 
-  /** At a checkpoint: rewrites the file when it grew past `COMPACT_BYTES` or is stale. */
-  checkpoint(): void {
-    if (this.stale !== undefined || this.bytes > COMPACT_BYTES) this.rewrite();
+  /**
+   * At a checkpoint, `durable` the log's newest durable seq: brings the file back to the open
+   * requests when it names answered ones, or when an open one's answer would be looked for among
+   * durable events (each open request's seq moves past them: its answer is not there).
+   */
+  checkpoint(durable: number): void {
+    let behind = false;
+    for (const request of this.open.values())
+      if (request.since <= durable) {
+        request.since = durable + 1;
+        behind = true;
+      }
+    if (this.stale !== undefined) this.rewrite();
+    else if (this.open.size === 0) {
+      if (this.bytes > 0) this.truncate();
+    } else if (this.bytes > COMPACT_BYTES) this.rewrite();
+    else if (this.settled || behind) {
+      const open = [...this.open.values()].map(({ id, since }) => [since, id]);
+      if (this.append(`=${JSON.stringify(open)}\n`) === undefined) this.settled = false;
+      this.truncateWhenEmpty = true;
+    }
   }
 
   /** The descriptor if it was written since the last call (for a group commit's `fdatasync`). */
@@ -159,6 +205,32 @@ export class RequestJournal {
     }
   }
 
+  /** Replays a `=` line: the open requests are those it names, from the seqs it gives. */
+  private replaceOpen(line: string): void {
+    let open: unknown;
+    try {
+      open = JSON.parse(line);
+    } catch {
+      return; // not a line of ours: the file is as if it were not there
+    }
+    if (!Array.isArray(open)) return;
+    this.open.clear();
+    for (const entry of open as Array<[number, RequestId]>)
+      this.open.set(JSON.stringify(entry[1]), { id: entry[1], since: entry[0] });
+  }
+
+  /** Cuts the file to nothing (no request open); a failure leaves it as it was, to retry. */
+  private truncate(): void {
+    try {
+      this.fd ??= fs.openSync(this.file, "a");
+      fs.ftruncateSync(this.fd, 0);
+      this.bytes = 0;
+      this.settled = this.truncateWhenEmpty = false;
+    } catch {
+      // The lines left name answered requests: recovery finds their answers in the log.
+    }
+  }
+
   /** Writes the open requests to a new file renamed over the journal; returns whether it could. */
   private rewrite(): boolean {
     const tmp = `${this.file}.tmp`;
@@ -181,6 +253,7 @@ export class RequestJournal {
     this.fd = fd;
     this.bytes = bytes.length;
     this.stale = undefined;
+    this.settled = false;
     this.unsynced = false;
     return true;
   }

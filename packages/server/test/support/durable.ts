@@ -120,11 +120,19 @@ export async function answerTo(sse: SseReader, id: number, timeoutMs = 30_000): 
 export const epochOf = (id: string) => id.split(".")[0]!;
 export const seqOf = (id: string) => Number(id.split(".")[1]);
 
-/** The ids a connection's `requests.journal` leaves open (`+<seq> <id>` lines not followed by `-<id>`), as JSON text. */
+/**
+ * The ids a connection's `requests.journal` names as open, as JSON text: `+<seq> <id>` lines after
+ * the last `=[[seq,id],…]` line, and those it lists. Answers are taken out only by the checkpoint
+ * (about once a second), so this is what a restart would answer only together with the log.
+ */
 export function openRequests(journal: string): string[] {
   const open = new Set<string>();
   for (const line of readFileSync(journal, "utf8").split("\n"))
     if (line.startsWith("+")) open.add(line.slice(line.indexOf(" ") + 1));
-    else if (line.startsWith("-")) open.delete(line.slice(1));
+    else if (line.startsWith("=")) {
+      open.clear();
+      for (const [, id] of JSON.parse(line.slice(1)) as Array<[number, unknown]>)
+        open.add(JSON.stringify(id));
+    }
   return [...open];
 }
