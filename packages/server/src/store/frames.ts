@@ -44,7 +44,7 @@ export function sealFrame(buf: Buffer, start: number, end: number, count: number
 /**
  * crc32 of count, payload bytes and time (the header less its magic and checksum), then the payload.
  * The 16 header bytes are summed here (`crcBytes`) and only the payload by `zlib.crc32`: one view
- * and one call into C++ per frame instead of three each, ~0.17 µs less per commit.
+ * and one call into C++ per frame instead of three each (~0.17 µs less per frame in a micro-benchmark).
  */
 function checksum(buf: Buffer, start: number, end: number): number {
   const fields = crcBytes(buf, start + 16, start + 24, crcBytes(buf, start + 4, start + 12, 0));
