@@ -102,15 +102,21 @@ export class Outbound {
   private scheduleCommit(): void {
     if (this.notifyScheduled) return;
     this.notifyScheduled = true;
-    // Lines parsed from one stdout chunk arrive synchronously: the reader gets them in one batch.
-    // They are written to the store together, before any of them can be read (write before deliver).
-    microtask(() => {
-      this.notifyScheduled = false;
-      this.log.store.commit();
-      for (const fn of this.committed.splice(0)) fn();
-      this.reader?.listener.readable();
-    });
+    microtask(this.commitNow);
   }
+
+  /**
+   * Lines parsed from one stdout chunk arrive synchronously: the reader gets them in one batch.
+   * They are written to the store together, before any of them can be read (write before deliver):
+   * the store's `commit` does not wake the reader (`onDurable` is for what becomes durable later),
+   * this does, once. One function for every commit, not a closure each.
+   */
+  private readonly commitNow = (): void => {
+    this.notifyScheduled = false;
+    this.log.store.commit();
+    if (this.committed.length > 0) for (const fn of this.committed.splice(0)) fn();
+    this.reader?.listener.readable();
+  };
 
   /** Opens the reader at `cursor` (default: after the last event any reader received), ending the previous one. */
   openReader(cursor: number | undefined, listener: ReaderListener): OutboundReader {

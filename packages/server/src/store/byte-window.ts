@@ -3,6 +3,17 @@ import { FRAME_HEADER_BYTES, RECORD_HEADER_BYTES, sealFrame } from "./frames.js"
 
 export type { EventBatch } from "./event-batch.js";
 
+/** Sealed frames for the segment writer: one buffer's bytes from `start` to `end`, or several buffers whole. */
+export type FrameBytes = FrameRange | Buffer[];
+
+export interface FrameRange {
+  buf: Buffer;
+  start: number;
+  end: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
 export interface WindowLimits {
   /** Events kept, by count… */
   maxEvents: number;
@@ -51,6 +62,8 @@ export class ByteWindow {
   private usedBytes = 0;
   /** Events after this seq are kept by `trim` (`hold`). */
   private held = Infinity;
+  /** What `sealed` returns for one slab. */
+  private readonly range: FrameRange = { buf: EMPTY, start: 0, end: 0 };
 
   constructor(
     private readonly limits: WindowLimits,
@@ -121,17 +134,32 @@ export class ByteWindow {
   }
 
   /**
-   * Seals the frame being filled and returns every sealed frame not taken yet, as views of the
-   * slabs, oldest first. They stay untaken (and in the window) until `markTaken`, so a write that
-   * failed is retried with the same bytes.
+   * Seals the frame being filled and returns every sealed frame not taken yet, oldest first;
+   * undefined when there is none. They stay untaken (and in the window) until `markTaken`, so a
+   * write that failed is retried with the same bytes. Almost always they lie in one slab (a slab is
+   * left only when it is full): then they are that slab's range, in an object this window reuses
+   * (valid until the next call), so a commit allocates nothing here; across slabs, views of each.
    */
-  sealed(timeMs: number): Buffer[] {
-    const out: Buffer[] = [];
-    for (const slab of this.slabs) {
+  sealed(timeMs: number): FrameBytes | undefined {
+    let dirty: Slab | undefined;
+    let views: Buffer[] | undefined;
+    for (let i = 0; i < this.slabs.length; i++) {
+      const slab = this.slabs[i]!;
       this.seal(slab, timeMs);
-      if (slab.taken < slab.used) out.push(slab.buf.subarray(slab.taken, slab.used));
+      if (slab.taken === slab.used) continue;
+      if (dirty === undefined) dirty = slab;
+      else
+        (views ??= [dirty.buf.subarray(dirty.taken, dirty.used)]).push(
+          slab.buf.subarray(slab.taken, slab.used),
+        );
     }
-    return out;
+    if (views !== undefined) return views;
+    if (dirty === undefined) return undefined;
+    const range = this.range;
+    range.buf = dirty.buf;
+    range.start = dirty.taken;
+    range.end = dirty.used;
+    return range;
   }
 
   /** The frames `sealed` returned were written. */

@@ -58,13 +58,19 @@ export interface ConnectionLog {
   readonly oldestCursor: number;
   /** Why appended events cannot be written at the moment (ENOSPC…); they are kept and retried. */
   readonly failure: Error | undefined;
-  /** Called when `durableSeq` moves on by itself (a sync completed, a failed write succeeded). */
+  /**
+   * Called when `durableSeq` moves on by itself (a sync completed, a failed write succeeded), not
+   * when a `commit` moved it: its caller delivers then.
+   */
   onDurable: (() => void) | undefined;
   /** Appends one event, its JSON as text (encoded to UTF-8); returns its seq. */
   append(data: string): number;
   /** Appends one event, its JSON as UTF-8 bytes: `bytes` from `start` to `end` (copied); returns its seq. */
   appendBytes(bytes: Uint8Array, start: number, end: number): number;
-  /** Writes what was appended since the last commit. */
+  /**
+   * Writes what was appended since the last commit. Without `fsync` what it wrote is durable when it
+   * returns (`onDurable` is not called for it): the caller delivers it.
+   */
   commit(): void;
   /**
    * Events after `cursor`, at most up to `durableSeq`, about `maxBytes` of them (at least one);
@@ -208,8 +214,6 @@ class DiskStore implements EventStore {
   private readonly tables: Tables & IndexJournal;
   private readonly logs = new Set<DiskLog>();
   private readonly unsynced = new Set<DiskLog>();
-  /** Logs whose `TailMark` moved since the last checkpoint. */
-  private readonly marks = new Set<DiskLog>();
   private syncTimer: NodeJS.Timeout | undefined;
   private syncing = false;
   private readonly checkpointTimer: NodeJS.Timeout;
@@ -283,9 +287,12 @@ class DiskStore implements EventStore {
     fs.rmSync(this.lockFile, { force: true });
   }
 
-  /** @internal A log wrote events: deliver them now, or after the next group commit. */
-  written(log: DiskLog): void {
-    if (!this.options.fsync) return log.durableThrough(log.writtenSeq);
+  /**
+   * @internal A log wrote events: they are durable now (`notify`: its reader is told; a commit's
+   * caller delivers them itself), or after the next group commit.
+   */
+  written(log: DiskLog, notify: boolean): void {
+    if (!this.options.fsync) return log.durableThrough(log.writtenSeq, undefined, notify);
     this.syncSoon(log);
   }
 
@@ -320,11 +327,6 @@ class DiskStore implements EventStore {
     });
   }
 
-  /** @internal The log's mark moved (written, and synced with `fsync`): kept at the next checkpoint. */
-  marked(log: DiskLog): void {
-    this.marks.add(log);
-  }
-
   /** @internal The log was closed (shutdown): its segments are whole as they are. */
   closed(log: DiskLog): void {
     this.tails.set(log.id, log.files.tail());
@@ -337,7 +339,6 @@ class DiskStore implements EventStore {
 
   /** @internal */
   forget(log: DiskLog): void {
-    this.marks.delete(log);
     this.logs.delete(log);
     this.unsynced.delete(log);
   }
@@ -357,15 +358,16 @@ class DiskStore implements EventStore {
     // About once a second, not per write: after a crash, recovery reads at most the last second's writes.
     // Without fsync what is written is as whole as it gets, so the mark is where the log stands now;
     // with fsync it is where the last group commit synced it.
-    for (const log of this.marks) {
+    for (const log of this.logs) {
+      if (!log.moved) continue;
+      log.moved = false;
       const mark = this.options.fsync ? log.mark : log.files.tail();
       if (mark) this.tails.set(log.id, mark);
     }
-    this.marks.clear();
     this.tables.checkpoint();
     const now = Date.now();
     for (const log of this.logs) {
-      if (log.failure !== undefined) log.commit();
+      if (log.failure !== undefined) log.retry();
       log.retain(now);
       log.requests.checkpoint(log.durableSeq);
     }
@@ -402,7 +404,7 @@ class DiskStore implements EventStore {
         this.report("fdatasync of the event log failed", { error: String(result.reason) });
     for (const { log, seq, mark, targets } of batches) {
       log.files.closeRetired(targets.fds);
-      log.durableThrough(seq, mark);
+      log.durableThrough(seq, mark, true);
     }
     this.syncing = false;
     if (this.unsynced.size > 0) this.scheduleGroupCommit();
@@ -418,6 +420,8 @@ class DiskLog implements ConnectionLog {
   onDurable: (() => void) | undefined;
   /** With fsync, where the last segment stood at the newest group commit (without, the checkpoint reads it). */
   mark: TailMark | undefined;
+  /** The mark moved (written, and synced with `fsync`) since the last checkpoint, which keeps it. */
+  moved = false;
   /** Set while requests are refused because the journal cannot be written (reported once). */
   private refusing = false;
   /** Requests answered by events not yet durable, oldest first: settled once they are. */
@@ -457,31 +461,44 @@ class DiskLog implements ConnectionLog {
   }
 
   commit(): void {
+    if (this.write()) this.store.written(this, false);
+  }
+
+  /** @internal The store retries a failed write (checkpoint): what it writes is delivered through `onDurable`. */
+  retry(): void {
+    if (this.write()) this.store.written(this, true);
+  }
+
+  /** Writes the sealed frames not written yet; whether any were. */
+  private write(): boolean {
     const now = Date.now();
-    const chunks = this.window.sealed(now);
-    if (chunks.length === 0) return;
+    const frames = this.window.sealed(now);
+    if (frames === undefined) return false;
     try {
-      this.files.write(chunks, this.window.nextSeq - 1 - this.writtenSeq, now);
+      this.files.write(frames, this.window.nextSeq - 1 - this.writtenSeq, now);
     } catch (error) {
       if (this.failure === undefined) this.store.failed(this, error as Error);
       this.failure = error as Error;
-      return;
+      return false;
     }
     this.window.markTaken();
     this.window.trim();
     this.writtenSeq = this.window.nextSeq - 1;
     this.failure = undefined;
-    this.store.written(this);
+    return true;
   }
 
-  /** @internal Events through `seq` are safe (with fsync, the segment is synced up to `mark`): they may be delivered. */
-  durableThrough(seq: number, mark?: TailMark): void {
+  /**
+   * @internal Events through `seq` are safe (with fsync, the segment is synced up to `mark`): they
+   * may be delivered; `notify`: `onDurable` says so (not for a commit, whose caller delivers).
+   */
+  durableThrough(seq: number, mark: TailMark | undefined, notify: boolean): void {
     if (mark) this.mark = mark;
-    this.store.marked(this);
+    this.moved = true;
     if (seq <= this.durable) return;
     this.durable = seq;
     if (this.settling.length > 0) this.settleDurable();
-    this.onDurable?.();
+    if (notify) this.onDurable?.();
   }
 
   recordRequest(id: RequestId): Error | undefined {

@@ -23,6 +23,15 @@ export function writeAll(fd: number, chunks: Buffer[], bytes: number, what: stri
   }
 }
 
+/** Writes `buf` from `start` to `end` at the descriptor's position, whole, as `writeAll` does. */
+export function writeRange(fd: number, buf: Buffer, start: number, end: number, what: string): void {
+  for (let at = start; at < end;) {
+    const written = fs.writeSync(fd, buf, at, end - at);
+    if (written === 0) throw Object.assign(new Error(`short write to ${what}`), { code: "ENOSPC" });
+    at += written;
+  }
+}
+
 /** Closes `fd`, ignoring that it was closed already. */
 export function closeQuietly(fd: number): void {
   try {

@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { batchLength, emptyBatch, pushEvent, type EventBatch } from "./event-batch.js";
-import { closeQuietly, writeAll } from "./file-io.js";
+import type { FrameBytes } from "./byte-window.js";
+import { closeQuietly, writeAll, writeRange } from "./file-io.js";
 import {
   FRAME_HEADER_BYTES,
   readFrame,
@@ -173,15 +174,17 @@ export class SegmentFiles {
    * Appends frames holding `count` events. On failure (ENOSPC, EIO…) the file is cut back to where
    * it was, so what was written before stays intact, and the error is thrown.
    */
-  write(chunks: Buffer[], count: number, timeMs: number): void {
+  write(frames: FrameBytes, count: number, timeMs: number): void {
     let bytes = 0;
-    for (const chunk of chunks) bytes += chunk.length;
+    if (Array.isArray(frames)) for (const chunk of frames) bytes += chunk.length;
+    else bytes = frames.end - frames.start;
     let segment = this.segments.at(-1)!;
     if (segment.bytes > SEGMENT_HEADER_BYTES && segment.bytes + bytes > this.limits.segmentBytes)
       segment = this.rotate();
     const offset = segment.bytes;
     try {
-      writeAll(this.fd, chunks, bytes, "the event log");
+      if (Array.isArray(frames)) writeAll(this.fd, frames, bytes, "the event log");
+      else writeRange(this.fd, frames.buf, frames.start, frames.end, "the event log");
     } catch (error) {
       lastRead.forget();
       try {
