@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { startServer, waitFor, type RunningServer } from "@sandbox-agent/testkit";
+import { scanEnvelope } from "../src/transport/envelope.js";
+import { parseMessage } from "../src/transport/parse-message.js";
 import { mockWith, stdinLog } from "./support/agents.js";
 import { agentText, RawConnection, type RpcMessage } from "./support/rpc.js";
 import { openWs, type WsRpc } from "./support/ws-rpc.js";
@@ -11,7 +13,8 @@ import { openWs, type WsRpc } from "./support/ws-rpc.js";
 // detail was read from that build), so a body the scan gets wrong shows up as a changed answer.
 
 /** A request for a method no extension reads, so that it takes the scan's path when it is valid. */
-const probe = (id: string, params = "{}") => `{"jsonrpc":"2.0","id":${id},"method":"probe/bad","params":${params}}`;
+const probe = (id: string, params = "{}") =>
+  `{"jsonrpc":"2.0","id":${id},"method":"probe/bad","params":${params}}`;
 
 interface Refused {
   name: string;
@@ -48,7 +51,12 @@ const REFUSED: Refused[] = [
   },
   { name: "jsonrpc 1.0", body: probe("1").replace('"2.0"', '"1.0"'), code: -32600, detail: JSONRPC },
   { name: "jsonrpc a number", body: probe("1").replace('"2.0"', "2.0"), code: -32600, detail: JSONRPC },
-  { name: "jsonrpc missing", body: probe("1").replace('"jsonrpc":"2.0",', ""), code: -32600, detail: JSONRPC },
+  {
+    name: "jsonrpc missing",
+    body: probe("1").replace('"jsonrpc":"2.0",', ""),
+    code: -32600,
+    detail: JSONRPC,
+  },
   {
     name: "jsonrpc twice, the last wrong",
     body: probe("1").replace('"2.0"', '"2.0","jsonrpc":"2"'),
@@ -61,14 +69,34 @@ const REFUSED: Refused[] = [
     code: -32600,
     detail: JSONRPC,
   },
-  { name: "id true", body: probe("true"), code: -32600, detail: "The id must be a string, an integer or null." },
-  { name: "id an object", body: probe("{}"), code: -32600, detail: "The id must be a string, an integer or null." },
-  { name: "id an array", body: probe("[1]"), code: -32600, detail: "The id must be a string, an integer or null." },
+  {
+    name: "id true",
+    body: probe("true"),
+    code: -32600,
+    detail: "The id must be a string, an integer or null.",
+  },
+  {
+    name: "id an object",
+    body: probe("{}"),
+    code: -32600,
+    detail: "The id must be a string, an integer or null.",
+  },
+  {
+    name: "id an array",
+    body: probe("[1]"),
+    code: -32600,
+    detail: "The id must be a string, an integer or null.",
+  },
   { name: "id 1.5", body: probe("1.5"), code: -32600, detail: numericId("1.5") },
   { name: "id 1.0", body: probe("1.0"), code: -32600, detail: numericId("1.0") },
   { name: "id 1e3", body: probe("1e3"), code: -32600, detail: numericId("1e3") },
   { name: "id 2^53", body: probe("9007199254740992"), code: -32600, detail: numericId("9007199254740992") },
-  { name: "id -2^53", body: probe("-9007199254740992"), code: -32600, detail: numericId("-9007199254740992") },
+  {
+    name: "id -2^53",
+    body: probe("-9007199254740992"),
+    code: -32600,
+    detail: numericId("-9007199254740992"),
+  },
   { name: "id 1e400", body: probe("1e400"), code: -32600, detail: numericId("1e400") },
   {
     name: "id of 30 digits",
@@ -96,13 +124,23 @@ const REFUSED: Refused[] = [
     detail: numericId("1.5"),
   },
   { name: "no method", body: '{"jsonrpc":"2.0","id":1,"params":{}}', code: -32600, detail: INVALID },
-  { name: "method a number", body: '{"jsonrpc":"2.0","id":1,"method":5,"params":{}}', code: -32600, detail: INVALID },
+  {
+    name: "method a number",
+    body: '{"jsonrpc":"2.0","id":1,"method":5,"params":{}}',
+    code: -32600,
+    detail: INVALID,
+  },
   { name: "method null", body: '{"jsonrpc":"2.0","id":1,"method":null}', code: -32600, detail: INVALID },
   { name: "trailing garbage", body: `${probe("1")}x`, code: -32700, detail: NOT_JSON },
   { name: "two messages", body: probe("1") + probe("2"), code: -32700, detail: NOT_JSON },
   { name: "a trailing comma", body: `${probe("1")},`, code: -32700, detail: NOT_JSON },
   { name: "a comma before the brace", body: probe("1", '{"a":1,}'), code: -32700, detail: NOT_JSON },
-  { name: "a raw control character in a string", body: probe("1", '{"a":"x\u0001y"}'), code: -32700, detail: NOT_JSON },
+  {
+    name: "a raw control character in a string",
+    body: probe("1", '{"a":"x\u0001y"}'),
+    code: -32700,
+    detail: NOT_JSON,
+  },
   { name: "a raw tab in a string", body: probe("1", '{"a":"x\ty"}'), code: -32700, detail: NOT_JSON },
   { name: "an unknown escape", body: probe("1", '{"a":"\\x41"}'), code: -32700, detail: NOT_JSON },
   { name: "a short \\u escape", body: probe("1", '{"a":"\\u12"}'), code: -32700, detail: NOT_JSON },
@@ -133,7 +171,8 @@ interface Accepted {
   line?: string;
 }
 
-const ok = (id: string, params = "{}") => `{"jsonrpc":"2.0","id":${id},"method":"probe/ok","params":${params}}`;
+const ok = (id: string, params = "{}") =>
+  `{"jsonrpc":"2.0","id":${id},"method":"probe/ok","params":${params}}`;
 
 const ACCEPTED: Accepted[] = [
   { name: "plain", body: ok("201") },
@@ -141,7 +180,11 @@ const ACCEPTED: Accepted[] = [
   { name: "a byte-order mark", body: `\ufeff${ok("203")}`, line: ok("203") },
   {
     name: "a byte that is no UTF-8 inside a string",
-    body: Buffer.concat([Buffer.from(ok("204", '{"a":"x').slice(0, -1)), Buffer.from([0xff]), Buffer.from('"}}')]),
+    body: Buffer.concat([
+      Buffer.from(ok("204", '{"a":"x').slice(0, -1)),
+      Buffer.from([0xff]),
+      Buffer.from('"}}'),
+    ]),
     line: ok("204", '{"a":"x\ufffd"}'),
   },
   { name: "id twice, the last valid", body: ok('"first"').replace('"method"', '"id":205,"method"') },
@@ -150,10 +193,16 @@ const ACCEPTED: Accepted[] = [
   { name: "no params", body: '{"jsonrpc":"2.0","id":208,"method":"probe/ok"}' },
   { name: "an escaped key", body: ok("209").replace('"jsonrpc"', '"\\u006asonrpc"') },
   { name: "an escaped method", body: ok("210").replace("probe/ok", "probe\\/ok") },
-  { name: "a huge number in params", body: ok("211", '{"n":1e400,"m":-0.5E-7,"k":123456789012345678901234567890}') },
+  {
+    name: "a huge number in params",
+    body: ok("211", '{"n":1e400,"m":-0.5E-7,"k":123456789012345678901234567890}'),
+  },
   { name: "a string id of 1,024 characters", body: ok(`"${"i".repeat(1024)}"`) },
   { name: "a string id with escapes and unicode", body: ok('"id \\"é\\" \\u2603 ✓"') },
-  { name: "an extra member", body: ok("212").replace('"params"', '"extra":{"x":[true,false,null]},"params"') },
+  {
+    name: "an extra member",
+    body: ok("212").replace('"params"', '"extra":{"x":[true,false,null]},"params"'),
+  },
   { name: "id -0", body: ok("-0") },
   { name: "id -(2^53-1)", body: ok("-9007199254740991") },
   {
@@ -206,7 +255,8 @@ describe("request bodies: the envelope scan answers as the full parse did", { ti
       assert.equal(response.headers.get("content-type"), "application/problem+json", row.name);
       const problem = (await response.json()) as { detail: string; jsonrpcError?: { code: number } };
       assert.equal(problem.jsonrpcError?.code, row.code, row.name);
-      if (row.code === -32700) assert.ok(problem.detail.startsWith(row.detail), `${row.name}: ${problem.detail}`);
+      if (row.code === -32700)
+        assert.ok(problem.detail.startsWith(row.detail), `${row.name}: ${problem.detail}`);
       else assert.equal(problem.detail, row.detail, row.name);
     }
     // A later message in the agent's log means every earlier one that reached it is there too.
@@ -259,7 +309,11 @@ describe("WebSocket frames: the envelope scan answers as the full parse did", { 
     ws.send({
       id: 0,
       method: "initialize",
-      params: { protocolVersion: 1, clientCapabilities: {}, _meta: { "sandboxagent.dev": { agent: "logged" } } },
+      params: {
+        protocolVersion: 1,
+        clientCapabilities: {},
+        _meta: { "sandboxagent.dev": { agent: "logged" } },
+      },
     });
     await ws.waitFor((m) => m.id === 0);
   });
@@ -300,5 +354,83 @@ describe("WebSocket frames: the envelope scan answers as the full parse did", { 
       const line = row.line ?? (row.body as string).trim();
       assert.ok(readFileSync(stdin, "utf8").split("\n").includes(line), row.name);
     }
+  });
+});
+
+describe("scanEnvelope against parseMessage", () => {
+  const bytes = (body: string | Buffer) => (typeof body === "string" ? Buffer.from(body) : body);
+
+  /** The scan's reading of `body` is the parse's, when the scan takes it at all. */
+  function agrees(body: Buffer): boolean {
+    const scanned = scanEnvelope(body);
+    if (scanned === undefined) return false;
+    const parsed = parseMessage(body); // throws if the scan took an invalid body
+    assert.ok(Object.is(scanned.message.id, parsed.message.id) || scanned.message.id === parsed.message.id);
+    assert.equal(scanned.message.method, parsed.message.method);
+    assert.equal(scanned.sessionId, parsed.sessionId);
+    assert.ok(!/[\r\n]/.test(scanned.line));
+    assert.deepEqual(JSON.parse(scanned.line), JSON.parse(parsed.line));
+    return true;
+  }
+
+  it("takes no invalid body", () => {
+    for (const row of REFUSED) assert.equal(scanEnvelope(bytes(row.body)), undefined, row.name);
+  });
+
+  it("reads the common bodies itself, and leaves the doubtful ones to the parse", () => {
+    const taken = new Set([
+      "plain",
+      "surrounding whitespace and a final newline",
+      "no params",
+      "a huge number in params",
+      "a string id of 1,024 characters",
+      "id -(2^53-1)",
+      "nested 128 levels deep",
+    ]);
+    for (const row of ACCEPTED) assert.equal(agrees(bytes(row.body)), taken.has(row.name), row.name);
+    const prompt = {
+      jsonrpc: "2.0",
+      id: "p-1",
+      method: "session/prompt",
+      params: { sessionId: "s é", prompt: [{ type: "text", text: 'a "b" \\ \n ✓ \u2028' }] },
+    };
+    assert.ok(agrees(Buffer.from(JSON.stringify(prompt))));
+    assert.equal(scanEnvelope(Buffer.from(JSON.stringify(prompt)))!.sessionId, "s é");
+    const twice = '{"jsonrpc":"2.0","id":1,"method":"m","params":{"sessionId":"a","sessionId":2}}';
+    assert.ok(agrees(Buffer.from(twice)));
+    const escapedKey = '{"jsonrpc":"2.0","id":1,"method":"m","params":{"session\\u0049d":"a"}}';
+    assert.equal(scanEnvelope(Buffer.from(escapedKey)), undefined);
+  });
+
+  it("agrees with the parse on 50,000 mutated bodies", () => {
+    const seeds = [
+      '{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi \\"x\\" é"}]}}',
+      '{ "id" : "a\\u0062" , "params" : { "x" : [ 1.5e-3 , -0 , true , null , { } , [ ] ] } , "method" : "m" , "jsonrpc" : "2.0" }',
+      '{"jsonrpc":"2.0","id":-42,"method":"x/y"}',
+    ];
+    const alphabet = ' \t\n{}[]":,\\/-+.0123456789eEtrufalsnu\u00e9\u2603abcdijmop';
+    let state = 0x9e3779b9;
+    const random = (n: number) => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return (state >>> 0) % n;
+    };
+    let taken = 0;
+    for (let i = 0; i < 50_000; i++) {
+      let text = seeds[random(seeds.length)]!;
+      for (let m = 1 + random(3); m > 0; m--) {
+        const at = random(text.length + 1);
+        const c = alphabet[random(alphabet.length)]!;
+        const op = random(3);
+        text = text.slice(0, at) + (op === 2 ? "" : c) + text.slice(op === 0 ? at : at + 1);
+      }
+      try {
+        if (agrees(Buffer.from(text))) taken++;
+      } catch (error) {
+        assert.fail(`${text}: ${String(error)}`);
+      }
+    }
+    assert.ok(taken > 2_000, `the scan took ${taken}`);
   });
 });
