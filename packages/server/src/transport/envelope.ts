@@ -50,12 +50,23 @@ const METHOD = 4;
 const PARAMS = 8;
 const REQUIRED = JSONRPC | ID | METHOD;
 
+/** What the scan takes next. */
+const VALUE = 0;
+const KEY = 1;
+const NAME_END = 2; // the `:` after a member name
+const AFTER_VALUE = 3; // `,` or the container's close
+const FIRST_KEY = 4; // a member name or `}`
+const FIRST_VALUE = 5; // a value or `]`
+
 /** The longest integer id taken here: 16 digits covers 2^53-1; longer ones go to `parseMessage`. */
 const MAX_ID_DIGITS = 16;
 
-/** Escapes JSON allows after a backslash besides `u`: `" \ / b f n r t`. */
-const SIMPLE_ESCAPE = new Uint8Array(128);
+/** Per byte: 1 for the escapes JSON allows after a backslash besides `u` (`" \ / b f n r t`). */
+const SIMPLE_ESCAPE = new Uint8Array(256);
 for (const c of '"\\/bfnrt') SIMPLE_ESCAPE[c.charCodeAt(0)] = 1;
+
+/** Whether each open container is an array (1) or an object (0), by depth. */
+const arrays = new Uint8Array(MAX_JSON_DEPTH + 2);
 
 /**
  * A request in `body` (a JSON object of exactly `jsonrpc` "2.0", an `id` that is a string of at
@@ -66,240 +77,181 @@ for (const c of '"\\/bfnrt') SIMPLE_ESCAPE[c.charCodeAt(0)] = 1;
  * member name in params written with an escape (it could spell `sessionId`), a key twice, a line
  * break between tokens. `parseMessage` would accept every body this accepts, and give the same id,
  * method and `params.sessionId`.
+ *
+ * One function and one loop over the bytes, a state machine with the open containers on a stack:
+ * V8's optimising compiler compiles it once. Written as a recursive descent of a dozen small
+ * functions it compiled ~15 of them, several times the compile work during a connection's first
+ * requests (bench/README.md, Cold window), and `JSON.parse`'s own path was cheaper there.
  */
 export function scanEnvelope(body: Buffer): ParsedMessage | undefined {
-  return new EnvelopeScan(body).request();
+  const b = body;
+  let end = b.length;
+  while (end > 0 && isSpace(b[end - 1])) end--;
+  let at = 0;
+  while (at < end && isSpace(b[at])) at++;
+  if (b[at] !== OPEN_OBJECT) return undefined;
+  const start = at;
+  let depth = 0;
+  let expect = VALUE;
+  let nonAscii = false;
+  // The top-level member being read and where its value starts; the members seen so far.
+  let member = 0;
+  let seen = 0;
+  let valueStart = 0;
+  let id: JsonRpcId | undefined;
+  let method: string | undefined;
+  // Whether the member of params being read is `sessionId`, and the last `sessionId` read.
+  let sessionKey = false;
+  let sessionId: string | undefined;
+  // The last value that ended, when it is a string: where it starts, its escapes, its bytes past ASCII.
+  let stringAt = -1;
+  let escaped = false;
+  let high = false;
+  while (at < end) {
+    const c = b[at]!;
+    if (c === SPACE || c === TAB) {
+      at++;
+      continue;
+    }
+    stringAt = -1;
+    if (expect === AFTER_VALUE) {
+      at++;
+      if (c === COMMA) {
+        expect = arrays[depth] === 1 ? VALUE : KEY;
+        continue;
+      }
+      if (c !== (arrays[depth] === 1 ? CLOSE_ARRAY : CLOSE_OBJECT)) return undefined;
+      depth--;
+    } else if (expect === NAME_END) {
+      if (c !== COLON) return undefined;
+      expect = VALUE;
+      at++;
+      continue;
+    } else if (c === QUOTE) {
+      let i = at + 1;
+      escaped = false;
+      high = false;
+      for (;;) {
+        if (i >= end) return undefined;
+        const d = b[i]!;
+        if (d === QUOTE) break;
+        if (d === BACKSLASH) {
+          escaped = true;
+          const e = b[i + 1]!;
+          if (e === 0x75 /* u */) {
+            if (!isHex(b[i + 2]) || !isHex(b[i + 3]) || !isHex(b[i + 4]) || !isHex(b[i + 5]))
+              return undefined;
+            i += 6;
+          } else if (SIMPLE_ESCAPE[e] === 1) i += 2;
+          else return undefined;
+        } else if (d < SPACE) return undefined;
+        else {
+          if (d >= 0x80) high = true;
+          i++;
+        }
+      }
+      if (high) nonAscii = true;
+      if (expect === KEY || expect === FIRST_KEY) {
+        if (depth === 1) {
+          member = escaped ? 0 : memberOf(b, at + 1, i);
+          if (member === 0 || (seen & member) !== 0) return undefined;
+          seen |= member;
+        } else if (depth === 2 && member === PARAMS) {
+          if (escaped) return undefined;
+          sessionKey = i - at - 1 === 9 && sameBytes(b, at + 1, "sessionId");
+        }
+        expect = NAME_END;
+        at = i + 1;
+        continue;
+      }
+      stringAt = at;
+      if (depth === 1) valueStart = at;
+      at = i + 1;
+    } else if (expect === KEY || expect === FIRST_KEY) {
+      if (c !== CLOSE_OBJECT || expect !== FIRST_KEY) return undefined;
+      depth--;
+      at++;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (depth === 1) valueStart = at;
+      if (++depth > MAX_JSON_DEPTH) return undefined;
+      arrays[depth] = c === OPEN_ARRAY ? 1 : 0;
+      expect = c === OPEN_ARRAY ? FIRST_VALUE : FIRST_KEY;
+      at++;
+      continue;
+    } else if (c === CLOSE_ARRAY && expect === FIRST_VALUE) {
+      depth--;
+      at++;
+    } else if (c === MINUS || isDigit(c)) {
+      // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+      if (depth === 1) valueStart = at;
+      if (c === MINUS) at++;
+      if (b[at] === ZERO) at++;
+      else if (isDigit(b[at])) while (isDigit(b[at])) at++;
+      else return undefined;
+      if (b[at] === DOT) {
+        if (!isDigit(b[++at])) return undefined;
+        while (isDigit(b[at])) at++;
+      }
+      if (b[at] === 0x65 /* e */ || b[at] === 0x45 /* E */) {
+        at++;
+        if (b[at] === 0x2b /* + */ || b[at] === MINUS) at++;
+        if (!isDigit(b[at])) return undefined;
+        while (isDigit(b[at])) at++;
+      }
+    } else {
+      const word = c === 0x74 ? "true" : c === 0x66 ? "false" : c === 0x6e ? "null" : "";
+      if (word === "" || !sameBytes(b, at, word)) return undefined;
+      if (depth === 1) valueStart = at;
+      at += word.length;
+    }
+    // A value ended at `at`: a scalar, or a container that closed back to `depth`.
+    expect = AFTER_VALUE;
+    if (depth === 1) {
+      if (member === JSONRPC) {
+        if (at - valueStart !== 5 || !sameBytes(b, valueStart, '"2.0"')) return undefined;
+      } else if (member === ID) {
+        id = idAt(b, valueStart, at, stringAt === valueStart && !escaped, high);
+        if (id === undefined) return undefined;
+      } else if (member === METHOD) {
+        if (stringAt !== valueStart || escaped) return undefined;
+        method = b.toString(high ? "utf8" : "latin1", valueStart + 1, at - 1);
+      } else if (b[valueStart] !== OPEN_OBJECT) return undefined;
+    } else if (depth === 2 && sessionKey) {
+      // The last of two is the one `JSON.parse` keeps, and `sessionIdOf` takes only a string.
+      sessionKey = false;
+      if (stringAt >= 0 && escaped) return undefined;
+      sessionId = stringAt >= 0 ? b.toString(high ? "utf8" : "latin1", stringAt + 1, at - 1) : undefined;
+    } else if (depth === 0) break;
+  }
+  if (depth !== 0 || at !== end || (seen & REQUIRED) !== REQUIRED) return undefined;
+  if (nonAscii && !isUtf8(b)) return undefined;
+  const line = b.toString(nonAscii ? "utf8" : "latin1", start, end);
+  return { message: { jsonrpc: "2.0", id, method }, line, sessionId };
 }
 
-/** One pass over the bytes; each method returns false at the first byte it does not accept. */
-class EnvelopeScan {
-  private at = 0;
-  private depth = 0;
-  /** Whether the last string read held a backslash escape, or any byte past ASCII. */
-  private escaped = false;
-  private high = false;
-  /** Whether any string held a byte past ASCII (the body is then checked as UTF-8 once). */
-  private nonAscii = false;
-  private sessionId: string | undefined = undefined;
-
-  constructor(private readonly bytes: Buffer) {}
-
-  request(): ParsedMessage | undefined {
-    const b = this.bytes;
-    let at = 0;
-    while (isSpace(b[at])) at++;
-    if (b[at] !== OPEN_OBJECT) return undefined;
-    const start = at;
-    this.at = at + 1;
-    this.depth = 1;
-    let seen = 0;
-    let id: JsonRpcId = 0;
-    let method = "";
-    for (;;) {
-      this.blank();
-      const keyStart = this.at + 1;
-      if (b[this.at] !== QUOTE || !this.string() || this.escaped) return undefined;
-      const member = memberOf(b, keyStart, this.at - 1);
-      if (member === 0 || (seen & member) !== 0) return undefined;
-      seen |= member;
-      this.blank();
-      if (b[this.at] !== COLON) return undefined;
-      this.at++;
-      this.blank();
-      const valueStart = this.at;
-      if (member === JSONRPC) {
-        if (!isVersion(b, valueStart)) return undefined;
-        this.at += 5;
-      } else if (member === METHOD) {
-        if (b[valueStart] !== QUOTE || !this.string() || this.escaped) return undefined;
-        method = b.toString(this.high ? "utf8" : "latin1", valueStart + 1, this.at - 1);
-      } else if (member === ID) {
-        const value = this.id();
-        if (value === undefined) return undefined;
-        id = value;
-      } else {
-        if (b[valueStart] !== OPEN_OBJECT || !this.object(true)) return undefined;
-      }
-      this.blank();
-      const next = b[this.at];
-      if (next === COMMA) {
-        this.at++;
-        continue;
-      }
-      if (next !== CLOSE_OBJECT) return undefined;
-      break;
-    }
-    const end = this.at + 1;
-    at = end;
-    while (isSpace(b[at])) at++;
-    if (at !== b.length || (seen & REQUIRED) !== REQUIRED) return undefined;
-    if (this.nonAscii && !isUtf8(b)) return undefined;
-    const line = b.toString(this.nonAscii ? "utf8" : "latin1", start, end);
-    return { message: { jsonrpc: "2.0", id, method }, line, sessionId: this.sessionId };
+/**
+ * The id whose value lies between `start` and `end`: a string without escapes (`plain`) of at
+ * most MAX_STRING_ID_LENGTH bytes, or an integer of at most MAX_ID_DIGITS digits within
+ * ±(2^53-1), not `-0`; else undefined. The value is valid JSON already.
+ */
+function idAt(b: Buffer, start: number, end: number, plain: boolean, high: boolean): JsonRpcId | undefined {
+  if (b[start] === QUOTE) {
+    if (!plain || end - start - 2 > MAX_STRING_ID_LENGTH) return undefined;
+    return b.toString(high ? "utf8" : "latin1", start + 1, end - 1);
   }
-
-  /** A string id (no escapes, at most MAX_STRING_ID_LENGTH bytes) or an integer one, else undefined. */
-  private id(): JsonRpcId | undefined {
-    const b = this.bytes;
-    const start = this.at;
-    if (b[start] === QUOTE) {
-      if (!this.string() || this.escaped || this.at - start - 2 > MAX_STRING_ID_LENGTH) return undefined;
-      return b.toString(this.high ? "utf8" : "latin1", start + 1, this.at - 1);
-    }
-    let at = start;
-    const negative = b[at] === MINUS;
-    if (negative) at++;
-    // No leading zero (invalid JSON), and no `-0`: `parseMessage` decides those.
-    const first = b[at]!;
-    if (first === ZERO) {
-      if (negative) return undefined;
-      this.at = at + 1;
-      return isDigit(b[this.at]) || isFractionOrExponent(b[this.at]) ? undefined : 0;
-    }
-    let value = 0;
-    while (isDigit(b[at])) value = value * 10 + (b[at++]! - ZERO);
-    const digits = at - start - (negative ? 1 : 0);
-    if (digits === 0 || digits > MAX_ID_DIGITS || isFractionOrExponent(b[at])) return undefined;
-    // Exact below 2^53; a longer integer rounds to 2^53 or more, which this refuses.
-    if (!Number.isSafeInteger(value)) return undefined;
-    this.at = at;
-    return negative ? -value : value;
+  let at = start;
+  const negative = b[at] === MINUS;
+  if (negative) at++;
+  if (end - at > MAX_ID_DIGITS) return undefined;
+  let value = 0;
+  for (; at < end; at++) {
+    const c = b[at]!;
+    if (!isDigit(c)) return undefined;
+    value = value * 10 + (c - ZERO);
   }
-
-  private value(): boolean {
-    const c = this.bytes[this.at];
-    if (c === QUOTE) return this.string();
-    if (c === OPEN_OBJECT) return this.object(false);
-    if (c === OPEN_ARRAY) return this.array();
-    if (c === MINUS || isDigit(c)) return this.number();
-    return this.literal("true") || this.literal("false") || this.literal("null");
-  }
-
-  /** An object; in `params`' own members, a `sessionId` is noted as `JSON.parse` would keep it. */
-  private object(params: boolean): boolean {
-    const b = this.bytes;
-    if (++this.depth > MAX_JSON_DEPTH) return false;
-    this.at++;
-    this.blank();
-    if (b[this.at] === CLOSE_OBJECT) {
-      this.at++;
-      this.depth--;
-      return true;
-    }
-    for (;;) {
-      const keyStart = this.at + 1;
-      if (b[this.at] !== QUOTE || !this.string()) return false;
-      const isSessionId = params && isSessionIdKey(b, keyStart, this.at - 1);
-      if (params && this.escaped) return false;
-      this.blank();
-      if (b[this.at] !== COLON) return false;
-      this.at++;
-      this.blank();
-      const valueStart = this.at;
-      if (!this.value()) return false;
-      if (isSessionId) {
-        if (b[valueStart] !== QUOTE) this.sessionId = undefined;
-        else if (this.escaped) return false;
-        else this.sessionId = b.toString(this.high ? "utf8" : "latin1", valueStart + 1, this.at - 1);
-      }
-      this.blank();
-      const next = b[this.at++];
-      if (next === CLOSE_OBJECT) break;
-      if (next !== COMMA) return false;
-      this.blank();
-    }
-    this.depth--;
-    return true;
-  }
-
-  private array(): boolean {
-    const b = this.bytes;
-    if (++this.depth > MAX_JSON_DEPTH) return false;
-    this.at++;
-    this.blank();
-    if (b[this.at] === CLOSE_ARRAY) {
-      this.at++;
-      this.depth--;
-      return true;
-    }
-    for (;;) {
-      if (!this.value()) return false;
-      this.blank();
-      const next = b[this.at++];
-      if (next === CLOSE_ARRAY) break;
-      if (next !== COMMA) return false;
-      this.blank();
-    }
-    this.depth--;
-    return true;
-  }
-
-  /** A JSON string opening at `at`; `at` ends past its closing quote. */
-  private string(): boolean {
-    const b = this.bytes;
-    const end = b.length;
-    let at = this.at + 1;
-    let escaped = false;
-    let high = false;
-    for (;;) {
-      if (at >= end) return false;
-      const c = b[at]!;
-      if (c === QUOTE) break;
-      if (c === BACKSLASH) {
-        escaped = true;
-        const e = b[at + 1]!;
-        if (e === 0x75 /* u */) {
-          if (!isHex(b[at + 2]) || !isHex(b[at + 3]) || !isHex(b[at + 4]) || !isHex(b[at + 5])) return false;
-          at += 6;
-        } else if (e < 128 && SIMPLE_ESCAPE[e] === 1) at += 2;
-        else return false;
-        continue;
-      }
-      if (c < SPACE) return false;
-      if (c >= 0x80) high = true;
-      at++;
-    }
-    this.at = at + 1;
-    this.escaped = escaped;
-    this.high = high;
-    if (high) this.nonAscii = true;
-    return true;
-  }
-
-  /** -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-  private number(): boolean {
-    const b = this.bytes;
-    let at = this.at;
-    if (b[at] === MINUS) at++;
-    if (b[at] === ZERO) at++;
-    else if (isDigit(b[at])) while (isDigit(b[at])) at++;
-    else return false;
-    if (b[at] === DOT) {
-      if (!isDigit(b[++at])) return false;
-      while (isDigit(b[at])) at++;
-    }
-    if (b[at] === 0x65 /* e */ || b[at] === 0x45 /* E */) {
-      at++;
-      if (b[at] === 0x2b /* + */ || b[at] === MINUS) at++;
-      if (!isDigit(b[at])) return false;
-      while (isDigit(b[at])) at++;
-    }
-    this.at = at;
-    return true;
-  }
-
-  private literal(word: string): boolean {
-    const b = this.bytes;
-    for (let i = 0; i < word.length; i++) if (b[this.at + i] !== word.charCodeAt(i)) return false;
-    this.at += word.length;
-    return true;
-  }
-
-  /** Spaces and tabs between tokens; a line break there is left for `parseMessage` (one line out). */
-  private blank(): void {
-    const b = this.bytes;
-    while (b[this.at] === SPACE || b[this.at] === TAB) this.at++;
-  }
+  // Exact below 2^53; a longer integer rounds to 2^53 or more, which this refuses.
+  if (!Number.isSafeInteger(value) || (negative && value === 0)) return undefined;
+  return negative ? -value : value;
 }
 
 function isSpace(c: number | undefined): boolean {
@@ -310,26 +262,15 @@ function isDigit(c: number | undefined): boolean {
   return c !== undefined && c >= ZERO && c <= NINE;
 }
 
-function isFractionOrExponent(c: number | undefined): boolean {
-  return c === DOT || c === 0x65 /* e */ || c === 0x45; /* E */
-}
-
 function isHex(c: number | undefined): boolean {
   return c !== undefined && ((c >= ZERO && c <= NINE) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66));
-}
-
-/** `"2.0"` at `at`. */
-function isVersion(b: Buffer, at: number): boolean {
-  return (
-    b[at] === QUOTE && b[at + 1] === 0x32 && b[at + 2] === DOT && b[at + 3] === ZERO && b[at + 4] === QUOTE
-  );
 }
 
 /** Which envelope member the name between `start` and `end` is (0: none of them). */
 function memberOf(b: Buffer, start: number, end: number): number {
   switch (end - start) {
     case 2:
-      return b[start] === 0x69 && b[start + 1] === 0x64 ? ID : 0;
+      return sameBytes(b, start, "id") ? ID : 0;
     case 6:
       if (sameBytes(b, start, "method")) return METHOD;
       return sameBytes(b, start, "params") ? PARAMS : 0;
@@ -338,10 +279,6 @@ function memberOf(b: Buffer, start: number, end: number): number {
     default:
       return 0;
   }
-}
-
-function isSessionIdKey(b: Buffer, start: number, end: number): boolean {
-  return end - start === 9 && sameBytes(b, start, "sessionId");
 }
 
 function sameBytes(b: Buffer, start: number, word: string): boolean {
