@@ -83,6 +83,11 @@ export class SandboxExtension implements ConnectionExtension {
     return this.clientMethod(message, method, kind, state, conn);
   }
 
+  /** `clientMessage` and `agentResponse` read nothing of other methods' messages but their id and method. */
+  readsParams(method: string): boolean {
+    return method.startsWith(EXTENSION_PREFIX) || AGENT_RESPONSES_SEEN.has(method);
+  }
+
   /** `clientMessage` for `_sandboxagent/*` and the methods of `CLIENT_METHODS_SEEN`. */
   private clientMethod(
     message: JsonRpcMessage,

@@ -548,6 +548,29 @@ export class Connection implements ConnectionApi {
     return this.offerToExtensions(message, raw, kind, serverMethod, 0);
   }
 
+  /**
+   * Whether anything here reads more of a client request with this method than its id and
+   * method: the server's own methods, those that start or attach sessions (`trackSession`), and
+   * what an extension says (`ConnectionExtension.readsParams`). The transport parses only these
+   * (transport/envelope.ts); `receive` gets the others as `{ jsonrpc, id, method }`.
+   */
+  readsParams(method: string): boolean {
+    if (
+      method.startsWith(EXTENSION_PREFIX) ||
+      SESSION_RESULT_METHODS.has(method) ||
+      SESSION_PARAM_METHODS.has(method)
+    )
+      return true;
+    for (const ext of this.options.extensions) {
+      if (
+        (ext.clientMessage !== undefined || ext.agentResponse !== undefined) &&
+        ext.readsParams?.(method) !== false
+      )
+        return true;
+    }
+    return false;
+  }
+
   /** The extensions from the `from`th on see the message; the first that handles it ends its way. */
   private offerToExtensions(
     message: JsonRpcMessage,

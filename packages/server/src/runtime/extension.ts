@@ -38,6 +38,13 @@ export interface ConnectionExtension {
   /** Sees every client message first; returning true means the extension answered it and it is not forwarded. */
   clientMessage?(message: JsonRpcMessage, conn: ConnectionApi): boolean | Promise<boolean>;
   /**
+   * Whether `clientMessage` or `agentResponse` read more of a client request with this method
+   * than its `jsonrpc`, `id` and `method`. When no extension does, the transport need not parse
+   * the request (transport/envelope.ts): the hooks then get `{ jsonrpc, id, method }`, without
+   * `params`. An extension with either hook and without this one gets every message parsed.
+   */
+  readsParams?(method: string): boolean;
+  /**
    * Sees the agent's response to a client request (`request` is what the client sent). Returning
    * true means the response object was changed and must be re-serialized; `"held"` means the
    * extension delivers the answer itself later (`emit`), e.g. after requests of its own.

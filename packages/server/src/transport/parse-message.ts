@@ -1,11 +1,13 @@
 import { MAX_JSON_DEPTH, scanJson } from "../http/json.js";
 import { problems } from "../http/problem.js";
-import { isObject, kindOf, type JsonRpcMessage } from "../protocol.js";
+import { isObject, kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
 
 export interface ParsedMessage {
   message: JsonRpcMessage;
   /** The line written to the agent: the body itself when it is already one line (verbatim forwarding). */
   line: string;
+  /** `params.sessionId` when it is a string (checked against the `Acp-Session-Id` header). */
+  sessionId: string | undefined;
 }
 
 /** Longest string id accepted: ids are echoed in answers, logs and problems. */
@@ -43,7 +45,7 @@ export function parseMessage(body: Buffer): ParsedMessage {
   }
   // NDJSON framing forbids raw newlines; re-serializing keeps every field (incl. `_meta`) as sent.
   const line = /[\r\n]/.test(text) ? JSON.stringify(value) : text;
-  return { message, line };
+  return { message, line, sessionId: sessionIdOf(message) };
 }
 
 /**

@@ -3,7 +3,7 @@ import { problems } from "../http/problem.js";
 import { sendJson, type HttpContext, type Route } from "../http/router.js";
 import type { TicketBook } from "../http/tickets.js";
 import { AgentUnavailableError, NotRecordedError, type Connection } from "../runtime/connection.js";
-import { kindOf, sessionIdOf, type JsonRpcMessage } from "../protocol.js";
+import { kindOf, type JsonRpcMessage } from "../protocol.js";
 import { endedProblem, lookup, notRecordedProblem, startConnection, type RpcDeps } from "./connect.js";
 import {
   connectionIdHeaders,
@@ -13,7 +13,7 @@ import {
   requireConnectionId,
   sessionHeaderOf,
 } from "./headers.js";
-import { parseMessage } from "./parse-message.js";
+import { readMessage } from "./envelope.js";
 import { cursorOf } from "./event-ids.js";
 import { idleStream, streamConnection } from "./sse.js";
 
@@ -39,8 +39,13 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
   if (!isJsonContentType(req.headers["content-type"])) {
     throw problems.unsupportedMediaType("POST bodies must be Content-Type: application/json.");
   }
-  const { message, line } = parseMessage(await readBody(req, deps.limits.maxBodyBytes));
+  const body = await readBody(req, deps.limits.maxBodyBytes);
   const id = connectionIdOf(req);
+  // Only a known connection can say which methods must be parsed; every other body is parsed.
+  const { message, line, sessionId } = readMessage(
+    body,
+    id === undefined ? undefined : deps.connections.get(id),
+  );
   if (message.method === "initialize") {
     if (id !== undefined) throw problems.badRequest("initialize is not allowed on an existing connection.");
     if (kindOf(message) !== "request") throw problems.badRequest("initialize must be a request with an id.");
@@ -53,7 +58,7 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
   }
   const conn = lookup(deps, id);
   if (conn.state === "ended") throw endedProblem(conn);
-  checkSessionHeader(sessionHeaderOf(req), message);
+  checkSessionHeader(sessionHeaderOf(req), sessionId);
   checkProtocolVersion(protocolVersionHeaderOf(req), conn);
   const request = kindOf(message) === "request";
   if (request && conn.isPending(message.id!)) {
@@ -83,8 +88,7 @@ function receiveProblem(error: unknown, conn: Connection): unknown {
   return error;
 }
 
-function checkSessionHeader(header: string | undefined, message: JsonRpcMessage): void {
-  const sessionId = sessionIdOf(message);
+function checkSessionHeader(header: string | undefined, sessionId: string | undefined): void {
   if (header !== undefined && sessionId !== undefined && header !== sessionId) {
     throw problems.badRequest("Mismatched Acp-Session-Id: the header and params.sessionId differ.");
   }

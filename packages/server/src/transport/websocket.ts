@@ -53,7 +53,7 @@ import {
 import { endedProblem, lookup, notRecordedData, startConnection, type RpcDeps } from "./connect.js";
 import { cursorOf, eventId } from "./event-ids.js";
 import { connectionIdHeaders, connectionIdOf, lastEventIdOf } from "./headers.js";
-import { parseMessage } from "./parse-message.js";
+import { readMessage } from "./envelope.js";
 import { WRITE_BATCH_BYTES } from "./sse.js";
 
 export interface RpcSocketDeps extends RpcDeps {
@@ -241,7 +241,7 @@ class RpcSocket {
     let message: JsonRpcMessage;
     let line: string;
     try {
-      ({ message, line } = parseMessage(bytes));
+      ({ message, line } = readMessage(bytes, this.conn));
     } catch (error) {
       if (!(error instanceof ProblemError)) throw error;
       const rpc = error.problem.jsonrpcError as { code: number } | undefined;
