@@ -26,8 +26,8 @@ export function chunkBytes(chunk: unknown, encoding: unknown): number {
  * The HTTP/1.1 response class of the listener (node:http's `ServerResponse` option): it counts
  * the body where every body byte passes, `write` and `end` (a `pipeline` into the response calls
  * them too). One class for every response, so the access log needs no per-response wrappers of
- * `write`/`end` (three closures and two own properties per request, and call sites V8 saw as
- * megamorphic). A write after the end is refused by node and not counted.
+ * `write`/`end` (they were three closures and two own properties per request: bench/README.md,
+ * "One `close` listener per response"). A write after the end, which node refuses, counts nothing.
  */
 export class CountedResponse extends ServerResponse implements CountedBody {
   readonly startedMs = nowMs();
