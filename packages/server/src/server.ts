@@ -13,7 +13,7 @@ import { requestPath, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { unavailable } from "./http/unavailable.js";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.js";
-import { observeRequest } from "./observability/access-log.js";
+import { recordRequest } from "./observability/access-log.js";
 import { connectionEvents } from "./observability/connection-events.js";
 import { ServerMetrics } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
@@ -241,7 +241,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // The inspector's files hold no data and a navigation cannot send a bearer token (see ui/public-path.ts).
   const publicSecurity = { ...security, token: undefined };
   let draining = false;
-  const inFlight = new InFlight();
+  const observed = { logger, metrics };
+  // In-flight accounting, the access log and the metrics, from one `close` listener per response.
+  const inFlight = new InFlight((res) => recordRequest(res, observed));
   // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
   // Not `async`, nor is `Router.handle` for a loaded route: the handler's promise is the request's only one.
   const route = (req: IncomingMessage, res: ServerResponse): Promise<void> | void => {
@@ -259,7 +261,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (req, res) => {
       if (onFirstWork !== undefined && req.url !== HEALTH_PATH) firstWork();
       inFlight.track(res);
-      observeRequest(req, res, { logger, metrics });
       // Writing after the end emits "error" on the response; unheard, it would end the server.
       res.on("error", onResponseError);
       if (draining) return sendProblem(res, shuttingDown(req.httpVersionMajor));
@@ -354,23 +355,36 @@ function openStore(options: ServerOptions, logger: Logger): EventStore {
 /** At most how long shutdown waits for answers in progress once every agent is gone. */
 const SHUTDOWN_DRAIN_MS = 1000;
 
-/** Counts requests whose response is not closed yet. */
+/**
+ * Counts requests whose response is not closed yet, and hands each closed response to `onClosed`
+ * (the access log and the metrics): the only `close` listener a response gets from the server.
+ */
 class InFlight {
   private count = 0;
   private onIdle: (() => void) | undefined;
+  /**
+   * Shared by every response (a closure per request is an allocation on every request's path);
+   * node calls it with the response as `this`.
+   */
+  private readonly closed: (this: ServerResponse) => void;
 
-  track(res: { on(event: "close", listener: () => void): unknown }): void {
+  constructor(onClosed: (res: ServerResponse) => void) {
+    const settle = (): void => {
+      if (--this.count === 0) this.onIdle?.();
+    };
+    this.closed = function (this: ServerResponse) {
+      settle();
+      onClosed(this);
+    };
+  }
+
+  track(res: ServerResponse): void {
     this.count++;
     // `on`, not `once`: a response closes once, and `once` wraps the listener and removes it when
     // it fires (Node's `removeListener` was one of TurboFan's larger jobs in a connection's first
     // requests; bench/README.md, Cold window).
     res.on("close", this.closed);
   }
-
-  /** Shared by every response: a closure per request is an allocation on every request's path. */
-  private readonly closed = (): void => {
-    if (--this.count === 0) this.onIdle?.();
-  };
 
   /** Resolves when no response is open any more, or after `ms`. */
   settled(ms: number): Promise<void> {

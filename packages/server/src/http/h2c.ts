@@ -2,12 +2,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import {
   constants,
   createServer as createHttp2Server,
+  Http2ServerResponse,
   type Http2ServerRequest,
   type Http2Session,
-  type Http2ServerResponse,
   type ServerHttp2Session,
 } from "node:http2";
 import type { Socket } from "node:net";
+import { chunkBytes, nowMs, type CountedBody } from "./counted-response.js";
 import type { HandledRequest, HandledResponse, RequestHandler } from "./listener.js";
 import { ProblemError, problems, sendProblem } from "./problem.js";
 import { unavailable } from "./unavailable.js";
@@ -42,9 +43,23 @@ export interface H2cOptions {
   idleMs: () => number;
 }
 
+/**
+ * `CountedResponse` for h2c: node:http2's compatibility `end(chunk)` writes its chunk with
+ * `this.write`, so counting `write` counts every body byte once (and nothing once it is ending).
+ */
+class CountedHttp2Response extends Http2ServerResponse implements CountedBody {
+  readonly startedMs = nowMs();
+  bodyBytes = 0;
+
+  override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+    if (!this.writableEnded) this.bodyBytes += chunkBytes(chunk, encoding);
+    return super.write(chunk as string, encoding as BufferEncoding, callback as () => void);
+  }
+}
+
 export function h2cServer(handler: RequestHandler, options: H2cOptions): H2cServer {
   const { requestTimeoutMs, maxStreams, idleMs } = options;
-  const http2 = createHttp2Server();
+  const http2 = createHttp2Server({ Http2ServerResponse: CountedHttp2Response });
   const open = new WeakMap<Http2Session, number>();
   http2.on("request", (req: Http2ServerRequest, res: Http2ServerResponse) => {
     if ((open.get(req.stream.session!) ?? 0) > maxStreams) refuseStream(res, maxStreams);

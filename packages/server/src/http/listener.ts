@@ -7,6 +7,7 @@ import {
 } from "node:http";
 import type { Socket } from "node:net";
 import { answerClientError } from "./client-error.js";
+import { CountedResponse } from "./counted-response.js";
 import type { H2cServer } from "./h2c.js";
 import { SocketLimit } from "./socket-limit.js";
 
@@ -86,6 +87,8 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
       // A missing Host is answered as a problem by the security checks, not by node's bare 400.
       requireHostHeader: false,
       connectionsCheckingInterval: Math.max(100, Math.min(5_000, headersTimeoutMs / 4)),
+      // Every response counts its body bytes for the access log and the metrics.
+      ServerResponse: CountedResponse as typeof ServerResponse,
     },
     handler,
   );

@@ -1,13 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { nowMs, type CountedBody } from "../http/counted-response.js";
 import { matchedRoute } from "../http/router.js";
 import type { Logger } from "../log.js";
 import type { ServerMetrics } from "./metrics.js";
-
-/**
- * Monotonic milliseconds. Not `performance.now()`: the first use of the `performance` global loads
- * `perf_hooks` (nine modules, ~0.2 MiB), and the first request every server answers passes here.
- */
-const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** The request target without its query, at most 300 characters (no array from `split`). */
 function pathOf(target: string): string {
@@ -18,51 +13,34 @@ function pathOf(target: string): string {
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
 /**
- * Watches one request to its end: one access log line (method, path without the query, status,
- * duration, bytes sent; at debug, or at warn for a 5xx) and the request metrics. Nothing from
- * headers is logged, so tokens and connection ids never reach the log. A response closed before
- * its headers went out (the client left) counts as status 499. An SSE stream's duration is its
- * lifetime: it is logged but kept out of the latency histogram.
+ * Records one request once its response has closed: one access log line (method, path without
+ * the query, status, duration, body bytes sent; at debug, or at warn for a 5xx) and the request
+ * metrics. Nothing from headers is logged, so tokens and connection ids never reach the log. A
+ * response closed before its headers went out (the client left) counts as status 499. An SSE
+ * stream's duration is its lifetime: it is logged but kept out of the latency histogram.
+ *
+ * `res` is one of the listener's responses (`CountedResponse`, or its h2c twin), which know when
+ * they began and the body bytes they were given; the caller runs this from the response's one
+ * `close` listener (`InFlight` in server.ts).
  */
-export function observeRequest(
-  req: IncomingMessage,
-  res: ServerResponse,
-  deps: { logger: Logger; metrics: ServerMetrics },
-): void {
-  const started = nowMs();
-  let bytes = 0;
-  const count = (chunk: unknown, encoding: unknown) => {
-    if (typeof chunk === "string")
-      bytes += Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
-    else if (chunk instanceof Uint8Array) bytes += chunk.byteLength;
-  };
-  const { write, end } = res;
-  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-    count(chunk, rest[0]);
-    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as typeof res.write;
-  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-    if (typeof chunk !== "function") count(chunk, rest[0]);
-    return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-  } as typeof res.end;
-  // `on`, not `once`: a response closes once (see `InFlight.track` in server.ts).
-  res.on("close", () => {
-    const seconds = (nowMs() - started) / 1000;
-    const status = res.headersSent ? res.statusCode : 499;
-    const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
-    const route = matchedRoute(res) ?? "unmatched";
-    const stream = String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
-    const { metrics, logger } = deps;
-    metrics.requests.inc({ method, route, status: String(status) });
-    if (!stream) metrics.requestSeconds.observe({ method, route }, seconds);
-    metrics.responseBytes.inc({ method, route }, bytes);
-    const received = Number(req.headers["content-length"]);
-    if (Number.isSafeInteger(received) && received > 0) metrics.requestBytes.inc({ method, route }, received);
-    logRequest(logger, req, status, seconds, bytes);
-  });
+export function recordRequest(res: ServerResponse, deps: { logger: Logger; metrics: ServerMetrics }): void {
+  const { startedMs, bodyBytes } = res as ServerResponse & CountedBody;
+  const seconds = (nowMs() - startedMs) / 1000;
+  const req = res.req;
+  const status = res.headersSent ? res.statusCode : 499;
+  const method = METHODS.has(req.method ?? "") ? req.method! : "OTHER";
+  const route = matchedRoute(res) ?? "unmatched";
+  const stream = String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
+  const { metrics, logger } = deps;
+  metrics.requests.inc({ method, route, status: String(status) });
+  if (!stream) metrics.requestSeconds.observe({ method, route }, seconds);
+  metrics.responseBytes.inc({ method, route }, bodyBytes);
+  const received = Number(req.headers["content-length"]);
+  if (Number.isSafeInteger(received) && received > 0) metrics.requestBytes.inc({ method, route }, received);
+  logRequest(logger, req, status, seconds, bodyBytes);
 }
 
-/** The access log line (a function of its own: it stays out of the close listener TurboFan compiles). */
+/** The access log line (a function of its own: it stays out of `recordRequest`, which TurboFan compiles). */
 function logRequest(
   logger: Logger,
   req: IncomingMessage,
