@@ -60,10 +60,14 @@ async function agentPid(server: RunningServer): Promise<number> {
   return pid!;
 }
 
-/** The requests in flight the connections' request journals on disk hold open. */
-function recordedPending(dataDir: string): string[] {
+/**
+ * Whether a connection's request journal on disk records request `id` as accepted: a `+<seq> <id>`
+ * line, or a checkpoint's `=[[seq,id],…]` line naming it. An answer writes nothing there (the
+ * answer's event in the log says it), so the journal alone cannot tell which requests are open.
+ */
+function journalRecords(dataDir: string, id: unknown): boolean {
+  const key = JSON.stringify(id);
   const dir = path.join(dataDir, "event-log");
-  const open = new Set<string>();
   for (const name of readdirSync(dir)) {
     let journal = "";
     try {
@@ -71,12 +75,15 @@ function recordedPending(dataDir: string): string[] {
     } catch {
       continue;
     }
-    // `+<seq> <id>` records a request in flight, `-<id>` its answer.
-    for (const line of journal.split("\n"))
-      if (line.startsWith("+")) open.add(line.slice(line.indexOf(" ") + 1));
-      else if (line.startsWith("-")) open.delete(line.slice(1));
+    for (const line of journal.split("\n")) {
+      if (line.startsWith("+") && line.slice(line.indexOf(" ") + 1) === key) return true;
+      if (line.startsWith("=")) {
+        const open = JSON.parse(line.slice(1)) as [number, unknown][];
+        if (open.some(([, openId]) => JSON.stringify(openId) === key)) return true;
+      }
+    }
   }
-  return [...open];
+  return false;
 }
 
 /** Texts whose bytes `ws` has handed to the kernel (its send callback), on any socket. */
@@ -89,6 +96,13 @@ class RecordingWebSocket extends WebSocket {
       if (!error) written.push(data);
     });
   }
+}
+
+/** The id of the request in the frame with `marker` in it that left the client. */
+function writtenId(marker: string): unknown {
+  const frame = written.find((text) => text.includes(marker));
+  assert.ok(frame !== undefined, `a frame with ${marker} written`);
+  return (JSON.parse(frame) as { id?: unknown }).id;
 }
 
 /** Resolves once a frame containing each marker has left the client. */
@@ -249,7 +263,9 @@ describe("WebSocket acknowledgements: messages written as the socket dies", { ti
       const setMetadata = failureOf(
         client.extMethod("_sandboxagent/session/set_metadata", { sessionId, metadata: { mode: "plan" } }),
       );
-      await waitFor(() => recordedPending(d.dataDir).length === 1, 10_000, "the method recorded in flight");
+      await untilWritten("set_metadata");
+      const id = writtenId("set_metadata");
+      await waitFor(() => journalRecords(d.dataDir, id), 10_000, "the method recorded in flight");
       await d.restart();
       process.kill(agent, "SIGKILL");
       const error = await setMetadata;
