@@ -95,7 +95,7 @@ function members(b: Buffer, at: number, end: number, level: number): number {
   while (at < end && (b[at] === SPACE || b[at] === TAB)) at++;
   if (b[at] === CLOSE_OBJECT) return at + 1;
   for (;;) {
-    // The member's name: none of ours, nor in params, written with an escape.
+    // The member's name, without escapes (one could spell an envelope member, or `sessionId` in params).
     if (b[at] !== QUOTE) return -1;
     const nameEnd = jsonEnd(b, at, end, 0, false);
     if (nameEnd === -1 || jsonStrings.escaped) return -1;
