@@ -916,7 +916,7 @@ export class Connection implements ConnectionApi {
   private scanAnswer(text: string, bytes: Uint8Array, from: number): number {
     const scanner = this.answers;
     if (scanner === undefined || this.initWaiter !== undefined) return -1;
-    const key = scanner.match(text, from);
+    const key = scanner.match(text, from, bytes);
     if (key === undefined || this.pendingServer.has(key)) return -1;
     const request = this.pendingClient.get(key);
     if (request === undefined || this.readsResult(request)) return -1;
