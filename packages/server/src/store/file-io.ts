@@ -40,3 +40,17 @@ export function closeQuietly(fd: number): void {
     // Already closed.
   }
 }
+
+/**
+ * Syncs directory `dir`, so that a file renamed into it (a snapshot or a rewritten journal put over
+ * the old one) stays renamed after a power loss: `fdatasync` of the file covers its bytes, not the
+ * directory entry that names it.
+ */
+export function syncDirectorySync(dir: string): void {
+  const fd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

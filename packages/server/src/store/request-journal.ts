@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly, writeAll } from "./file-io.js";
+import { closeQuietly, syncDirectorySync, writeAll } from "./file-io.js";
 
 /** A client request's id as JSON-RPC has it: kept apart by type (`1` is not `"1"`). */
 export type RequestId = string | number;
@@ -243,6 +243,8 @@ export class RequestJournal {
       writeAll(fd, [bytes], bytes.length, JOURNAL_NAME);
       if (this.fsync) fs.fdatasyncSync(fd);
       fs.renameSync(tmp, this.file);
+      // With fsync, lines appended after the rewrite are synced into the new file: its name must last.
+      if (this.fsync) syncDirectorySync(path.dirname(this.file));
     } catch (error) {
       if (fd !== undefined) closeQuietly(fd);
       fs.rmSync(tmp, { force: true });

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly } from "./file-io.js";
+import { closeQuietly, syncDirectorySync } from "./file-io.js";
 
 /**
  * A table of the server's index: JSON values by key. With a data directory every change is kept
@@ -234,6 +234,8 @@ export class IndexJournal implements Tables {
         fs.closeSync(fd);
       }
       fs.renameSync(tmp, snapshot);
+      // The journal is emptied next: the snapshot's name must outlive a power loss first.
+      syncDirectorySync(this.dir);
       fs.ftruncateSync(this.fd, 0);
       this.snapshotBytes = text.length;
       this.journalBytes = 0;
