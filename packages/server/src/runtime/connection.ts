@@ -106,6 +106,11 @@ export interface ConnectionEnd {
 const SESSION_RESULT_METHODS = new Set(["session/new", "session/fork"]);
 const SESSION_PARAM_METHODS = new Set(["session/load", "session/resume"]);
 
+/** Whether the connection tracks sessions from requests with `method` (`trackSession`): it reads their params and results. */
+function tracksSessions(method: string): boolean {
+  return SESSION_RESULT_METHODS.has(method) || SESSION_PARAM_METHODS.has(method);
+}
+
 export interface ConnectionOptions {
   /** The connection's id, and the prefix of its event ids (so a cursor from another connection is recognised). */
   id: string;
@@ -199,6 +204,8 @@ export class Connection implements ConnectionApi {
   private readonly answers: AnswerScanner | undefined;
   /** The extensions that see answers (`agentResponse`), each saying which results it reads. */
   private readonly resultReaders: Array<Required<Pick<ConnectionExtension, "readsAgentResult">>>;
+  /** The extensions that see client requests or their answers (`readsParams` asks them). */
+  private readonly paramReaders: ConnectionExtension[];
 
   constructor(private readonly options: ConnectionOptions) {
     this.id = options.id;
@@ -214,6 +221,9 @@ export class Connection implements ConnectionApi {
     const responseHooks = options.extensions.filter((e) => e.agentResponse !== undefined);
     if (responseHooks.every((e) => e.readsAgentResult)) this.answers = new AnswerScanner();
     this.resultReaders = responseHooks as typeof this.resultReaders;
+    this.paramReaders = options.extensions.filter(
+      (e) => e.clientMessage !== undefined || e.agentResponse !== undefined,
+    );
     const { limits } = options;
     this.outbound = new Outbound(new EventLog(options.log), {
       maxBufferedBytes: limits.maxBufferedBytes,
@@ -555,19 +565,9 @@ export class Connection implements ConnectionApi {
    * (transport/envelope.ts); `receive` gets the others as `{ jsonrpc, id, method }`.
    */
   readsParams(method: string): boolean {
-    if (
-      method.startsWith(EXTENSION_PREFIX) ||
-      SESSION_RESULT_METHODS.has(method) ||
-      SESSION_PARAM_METHODS.has(method)
-    )
-      return true;
-    for (const ext of this.options.extensions) {
-      if (
-        (ext.clientMessage !== undefined || ext.agentResponse !== undefined) &&
-        ext.readsParams?.(method) !== false
-      )
-        return true;
-    }
+    if (method.startsWith(EXTENSION_PREFIX) || tracksSessions(method)) return true;
+    // An extension without `readsParams` reads every message.
+    for (const ext of this.paramReaders) if (ext.readsParams?.(method) !== false) return true;
     return false;
   }
 
@@ -935,7 +935,7 @@ export class Connection implements ConnectionApi {
   /** Whether the answer to client `request` is read: sessions it creates or attaches, an extension's methods. */
   private readsResult(request: JsonRpcMessage): boolean {
     const method = request.method!;
-    if (SESSION_RESULT_METHODS.has(method) || SESSION_PARAM_METHODS.has(method)) return true;
+    if (tracksSessions(method)) return true;
     for (const ext of this.resultReaders) if (ext.readsAgentResult(request)) return true;
     return false;
   }
