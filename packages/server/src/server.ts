@@ -327,7 +327,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Answers still being written (e.g. the 503 of an initialize whose agent the shutdown just
     // stopped) get a moment to go out before every socket is closed.
     await inFlight.settled(SHUTDOWN_DRAIN_MS);
-    listener.closeAllConnections();
+    listener.closeAllConnections(SHUTDOWN_DRAIN_MS);
     await closed;
     logFile?.end();
   };

@@ -23,8 +23,13 @@ declare module "node:http2" {
 /** The HTTP/2 side of the listener: sockets the listener classified as h2c are handed to it. */
 export interface H2cServer {
   accept(socket: Socket): void;
-  /** Destroys every session (shutdown). */
-  closeAll(): void;
+  /**
+   * Closes every session (shutdown): a GOAWAY, so that the streams it has taken finish (a 503 being
+   * written goes out whole) and a stream it has not taken is refused (REFUSED_STREAM: the client
+   * knows it was not processed) rather than cancelled; a session still open after `graceMs` (an SSE
+   * stream, a request whose body never comes) is destroyed.
+   */
+  closeAll(graceMs: number): void;
 }
 
 export interface H2cOptions {
@@ -68,8 +73,10 @@ export function h2cServer(handler: RequestHandler, options: H2cOptions): H2cServ
   const sessions = trackSessions(http2, idleMs, open);
   return {
     accept: (socket) => http2.emit("connection", socket),
-    closeAll: () => {
-      for (const session of sessions) session.destroy();
+    closeAll: (graceMs) => {
+      for (const session of sessions) session.close();
+      if (sessions.size > 0)
+        setTimeout(() => sessions.forEach((session) => session.destroy()), graceMs).unref();
     },
   };
 }

@@ -63,8 +63,11 @@ export interface ListenerOptions {
 export interface HttpListener {
   /** The HTTP/1.1 server. It owns the listening socket and hands HTTP/2 connections over. */
   readonly server: Server;
-  /** Destroys every connection: HTTP/1.1 ones, HTTP/2 sessions and sockets not yet classified. */
-  closeAllConnections(): void;
+  /**
+   * Closes every connection: HTTP/1.1 ones and sockets not yet classified at once, HTTP/2 sessions
+   * with a GOAWAY (see `H2cServer.closeAll`), destroyed if still open after `h2GraceMs`.
+   */
+  closeAllConnections(h2GraceMs: number): void;
 }
 
 /** RFC 9113 §3.4: a client with prior knowledge starts with this exact sequence. */
@@ -154,9 +157,9 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
 
   return {
     server,
-    closeAllConnections: () => {
+    closeAllConnections: (h2GraceMs) => {
       for (const socket of unclassified) socket.destroy();
-      h2cServer?.closeAll();
+      h2cServer?.closeAll(h2GraceMs);
       server.closeAllConnections();
     },
   };
