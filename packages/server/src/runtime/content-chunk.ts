@@ -68,7 +68,7 @@ const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"ses
 /** Session ids longer than this get no pattern of their own (see `TextChunkScanner`). */
 const MAX_PATTERN_ID = 256;
 /** A session gets a pattern of its own at its this-many-th chunk (see `TextChunkScanner`). */
-const PATTERN_AFTER = 1024;
+export const PATTERN_AFTER = 1024;
 /** This many sessions are remembered per connection; past it the scanner starts again. */
 const MAX_SESSIONS = 32;
 
