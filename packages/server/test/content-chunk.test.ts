@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MAX_TEXT_CHUNK_LINE, TextChunkScanner } from "../src/runtime/content-chunk.js";
+import { MAX_TEXT_CHUNK_LINE, PATTERN_AFTER, TextChunkScanner } from "../src/runtime/content-chunk.js";
 import { checkMutations, checkUtf8, parsedBytes, recognisedIn, TEXT_PIECES } from "./support/recogniser.js";
 import { Rng } from "./support/fuzz-gen.js";
 
@@ -73,6 +73,24 @@ describe("text chunk recognition on the agent's bytes", () => {
     assert.equal(recognised(chunk("g", KINDS[0], "s")), "s");
     assert.equal(recognised(chunk("h", KINDS[0], "text")), "text");
     assert.equal(recognised(chunk('"text"', KINDS[0], "tex")), "tex");
+  });
+
+  it("gives a session its own pattern and still tells sessions and other lines apart", () => {
+    const own = new TextChunkScanner();
+    const session = (line: string) => recognisedIn(own, Buffer.from(line));
+    const ids = ["long-a", "long-b", "long-", "long-ab"];
+    // Past PATTERN_AFTER chunks each, the first two have their own pattern, tried first.
+    for (let i = 0; i < PATTERN_AFTER + 3; i++)
+      assert.equal(session(chunk(`a${i}`, KINDS[i % 3], "long-a")), "long-a");
+    for (let i = 0; i < PATTERN_AFTER + 3; i++)
+      assert.equal(session(chunk(`b${i}`, KINDS[i % 3], "long-b")), "long-b");
+    for (let i = 0; i < 200; i++) {
+      const id = ids[(i * 7) % ids.length]!;
+      assert.equal(session(chunk(`t${i} é ✓`, KINDS[i % 3], id)), id, `chunk ${i} of ${id}`);
+      // A line that is no text chunk, right after each, whichever pattern is tried first.
+      assert.equal(session(chunk(`t${i}`, "tool_call_update", id)), undefined);
+      assert.equal(session(chunk(`t${i}`, KINDS[0], id).replace('"text":"t', '"text": "t')), undefined);
+    }
   });
 
   it("leaves every other line to JSON.parse", () => {

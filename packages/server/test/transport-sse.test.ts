@@ -103,6 +103,41 @@ describe("GET / SSE, replay and ordering", () => {
     sse.close();
   });
 
+  it("ids stay consecutive over many small batches and digit counts, and a replay starts at its cursor", async () => {
+    // One `echo` turn at a time: batches of one or two events, the stream's event fields kept from
+    // one batch to the next (`transport/sse.ts`), through seqs 9 → 10 and 99 → 100.
+    const { conn, sse: first, sessionId } = await openSession(server);
+    const seqOf = (id: string) => Number(id.split(".")[1]);
+    const dataEvents = (reader: typeof first) => reader.events.filter((e) => e.data !== "" && e.id);
+    for (let turn = 0; turn < 60; turn++) await conn.prompt(first, sessionId, "echo ping");
+    const events = dataEvents(first);
+    assert.ok(events.length > 110);
+    const seqs = events.map((e) => seqOf(e.id!));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => seqs[0]! + i),
+    );
+    assert.equal(new Set(events.map((e) => e.id!.split(".")[0])).size, 1);
+    // A new stream's first batch starts after the cursor, at a seq with one digit more.
+    const cursor = events.find((e) => seqOf(e.id!) === 99)!.id!;
+    const second = await conn.openSse(cursor);
+    await first.done;
+    await conn.prompt(second, sessionId, "echo pong");
+    const replayed = dataEvents(second);
+    assert.equal(seqOf(replayed[0]!.id!), 100);
+    assert.deepEqual(
+      replayed.map((e) => seqOf(e.id!)),
+      replayed.map((_, i) => 100 + i),
+    );
+    // The events the first stream got after the cursor, the same ids and bytes.
+    const after = events.filter((e) => seqOf(e.id!) >= 100);
+    assert.deepEqual(
+      replayed.slice(0, after.length).map((e) => [e.id, e.data]),
+      after.map((e) => [e.id, e.data]),
+    );
+    second.close();
+  });
+
   it("a reconnect with Last-Event-ID takes over and replays after the cursor", async () => {
     const { conn, sse: first, sessionId } = await openSession(server);
     await conn.prompt(first, sessionId, "chunks 5");

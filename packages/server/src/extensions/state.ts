@@ -50,6 +50,10 @@ export class SessionStore {
    * CPU per streamed event).
    */
   private recentSessionId = "";
+  /** Forgets `recent` at the end of the turn: one function for every turn, not a closure each. */
+  private readonly forgetRecent = (): void => {
+    this.recent = undefined;
+  };
 
   constructor(private readonly table?: StateTable<SessionRecord>) {
     if (!table) return;
@@ -103,7 +107,7 @@ export class SessionStore {
     // Marked even when just saved: the caller updates it after this.
     this.changed(record);
     record.updatedMs = Date.now();
-    if (recent === undefined) microtask(() => (this.recent = undefined));
+    if (recent === undefined) microtask(this.forgetRecent);
     this.recent = record;
     this.recentSessionId = sessionId;
     return record;

@@ -68,7 +68,7 @@ const SESSION_ID_AT = '{"jsonrpc":"2.0","method":"session/update","params":{"ses
 /** Session ids longer than this get no pattern of their own (see `TextChunkScanner`). */
 const MAX_PATTERN_ID = 256;
 /** A session gets a pattern of its own at its this-many-th chunk (see `TextChunkScanner`). */
-const PATTERN_AFTER = 1024;
+export const PATTERN_AFTER = 16;
 /** This many sessions are remembered per connection; past it the scanner starts again. */
 const MAX_SESSIONS = 32;
 
@@ -90,10 +90,16 @@ interface ScannedSession {
  * when that id and a quote stand where the id starts (`startsWith`; the pattern says the id has
  * no `"`), else its id is cut out and looked up. A session that streams long gets a pattern with
  * its id written in (as `\xHH` escapes), tried first: one match of a literal where the general
- * pattern and the id check took ~60–80 ns more per 200-byte line. Making one costs ~0.25 ms
- * (parsing, then compiling the pattern to machine code at its second use), so only a session's
- * 1,024th chunk makes it: a session with fewer never pays, and one of a few thousand chunks or
- * more gains.
+ * pattern and the id check took ~60–80 ns more per 200-byte line. Making one costs ~0.1–0.25 ms
+ * (parsing, then compiling the pattern to machine code at its second use), paid back after a few
+ * thousand chunks, and a session's 16th chunk makes it. It was the 1,024th, so that short sessions
+ * never paid; but then the first session of a server to get that far ran the making, and the own
+ * pattern, for the first time inside the code TurboFan had compiled for the line scan
+ * (`scanAgentText`, this inlined) without them: that code was deoptimised at about every
+ * server's 1,024th `echo` turn and compiled again, with four or five functions compiled on their
+ * own while it ran unoptimised (bench/README.md, "The agent-output path"). The 16th chunk comes
+ * before that compilation (after ~65–130 lines), so both paths are in the code compiled; a session
+ * of 16 to a few thousand chunks pays up to ~0.25 ms more, once.
  */
 export class TextChunkScanner {
   /** After a match: the end of the line's bytes (before its break) and the start of the next line. */

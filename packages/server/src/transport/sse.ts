@@ -118,19 +118,38 @@ const DATA_FIELD = "\ndata: ";
 const NEWLINE = 10;
 
 /**
+ * The event fields of one stream: `id: <event id>\ndata: ` of the next event it frames (`next`),
+ * kept from one batch to the next, where the seq is counted up in place: a stream's batches are
+ * consecutive, so a steady turn's one or two batches make no fields at all (a template string and
+ * its `Buffer.from` per batch, ~1–2 µs a turn, most of what framed a one-event batch).
+ */
+interface StreamFields {
+  /** `id: ` and the connection's event-id prefix. */
+  readonly idStart: string;
+  /** The fields before event `next`'s data. */
+  bytes: Uint8Array;
+  next: number;
+}
+
+function streamFields(idStart: string): StreamFields {
+  return { idStart, bytes: new Uint8Array(0), next: -1 };
+}
+
+/**
  * A batch framed as SSE events (`id: <event id>\ndata: <event>\n\n` each), built as one Buffer
  * from the log's bytes: framing strings instead (each event decoded from the log, the framed text
  * then scanned for its UTF-8 length by node:http and the access log, and encoded again by the
- * socket write) cost more than the rest of the SSE path. `idStart` is `id: ` and the connection's
- * event-id prefix. The fields before each event are copied with one `set` from an array whose seq
- * is counted up in place, and the event with another: `Buffer#copy` validates its arguments and
- * makes a view per call, which took twice as long, and a byte-by-byte loop over the ~30 bytes of
- * fields ~2× as long as the `set` of a plain `Uint8Array` (a Buffer as the source is slower again).
+ * socket write) cost more than the rest of the SSE path. The fields before each event
+ * (`StreamFields`) are copied with one `set`, and the event with another: `Buffer#copy` validates
+ * its arguments and makes a view per call, which took twice as long, and a byte-by-byte loop over
+ * the ~30 bytes of fields ~2× as long as the `set` of a plain `Uint8Array` (a Buffer as the source
+ * is slower again).
  */
-function framed(idStart: string, batch: EventBatch): Buffer {
+function framed(stream: StreamFields, batch: EventBatch): Buffer {
   const count = batchLength(batch);
   const { buffers, starts, ends } = batch;
-  let fields = eventFields(idStart, batch.first);
+  const { idStart } = stream;
+  let fields = batch.first === stream.next ? stream.bytes : eventFields(idStart, batch.first);
   const longestFields = idStart.length + String(batch.first + count - 1).length + DATA_FIELD.length;
   const out = Buffer.allocUnsafe(batch.bytes + count * (longestFields + 2));
   let at = 0;
@@ -156,6 +175,8 @@ function framed(idStart: string, batch: EventBatch): Buffer {
     if (!increment(fields, fields.length - DATA_FIELD.length))
       fields = eventFields(idStart, batch.first + i + 1);
   }
+  stream.bytes = fields;
+  stream.next = batch.first + count;
   return out.subarray(0, at);
 }
 
@@ -201,12 +222,12 @@ export function streamConnection(
   const reader = conn.openReader(cursor, { readable: () => pump(), end: () => sse.end() });
   sse.onClose(() => reader.close());
   sse.open(eventId(conn.epoch, reader.cursor));
-  const idStart = `id: ${eventIdPrefix(conn.epoch)}`;
+  const fields = streamFields(`id: ${eventIdPrefix(conn.epoch)}`);
   function pump(): void {
     while (sse.ready) {
       const batch = reader.read(WRITE_BATCH_BYTES);
       if (batch === undefined) break;
-      sse.write(framed(idStart, batch));
+      sse.write(framed(fields, batch));
     }
     if (sse.ready && reader.finished) sse.end();
   }
