@@ -36,7 +36,7 @@ interface Reading extends IncomingMessage {
  * Reads the whole request body and calls `then` once, failing with 413 as soon as it passes
  * `limit` bytes. The listeners are shared by every request (node calls them with the request as
  * `this`) and find the read on it: no closure and no promise per request, which `readBody`'s
- * promise, its executor and four listener closures were (bench/README.md, "The request path").
+ * promise, its executor and four listener closures were (bench/README.md, "The request path past the router").
  */
 export function readBodyThen<T>(
   req: IncomingMessage,

@@ -90,7 +90,7 @@ function observeIn(series: HistogramSeries, seconds: number): void {
  * The series one kind of request (method, route, status) counts into, found once: a request then
  * costs three map lookups by values whose hashes V8 keeps (node's method names, the route
  * templates, a small integer), where it made four label objects and their keys (bench/README.md,
- * "The request path"). A series is made when it is first counted into, as `inc` would make it.
+ * "The request path past the router"). A series is made when it is first counted into, as `inc` would make it.
  */
 interface RequestSeries {
   readonly withStatus: Labels;

@@ -191,7 +191,7 @@ export class RequestJournal {
     try {
       this.fd ??= fs.openSync(this.file, "a");
       // A `+` line is written before every request's 202: encoded into one buffer kept for it, not
-      // a new one per line (bench/README.md, "The request path").
+      // a new one per line (bench/README.md, "The request path past the router").
       const bytes = line.length <= SCRATCH_CHARS ? scratch : Buffer.from(line);
       const length = bytes === scratch ? scratch.write(line) : bytes.length;
       writeRange(this.fd, bytes, 0, length, JOURNAL_NAME);

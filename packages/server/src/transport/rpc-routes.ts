@@ -43,7 +43,7 @@ export function rpcRoutes(deps: RpcDeps, tickets: TicketBook): Route[] {
  * a message the connection takes at once (a turn's `session/prompt`): the body is read with shared
  * listeners (`readBodyThen`), the message accepted as it ends, and a failure after the body is
  * answered as `withProblems` answers what this throws before it (bench/README.md,
- * "The request path").
+ * "The request path past the router").
  */
 export function rpcPost(deps: RpcDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const log = failureLog(deps.logger);
