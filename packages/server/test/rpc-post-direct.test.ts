@@ -71,103 +71,53 @@ describe("POST /v2/rpc past the router answers as through it", () => {
   const json = { ...auth, "content-type": "application/json" };
   const known = (): Record<string, string> => ({ ...json, "acp-connection-id": conn.id });
 
-  /** Each case: the headers and body of one POST, and the status both paths must answer. */
-  const cases: Array<{
-    name: string;
-    status: number;
-    headers: () => Record<string, string>;
-    body: () => string;
-  }> = [
-    { name: "a request of the connection", status: 202, headers: known, body: () => message() },
-    {
-      name: "a notification",
-      status: 202,
-      headers: known,
-      body: () => '{"jsonrpc":"2.0","method":"x/note","params":{}}',
-    },
-    {
-      name: "an allowed Origin (CORS headers)",
-      status: 202,
-      headers: () => ({ ...known(), origin }),
-      body: () => message(),
-    },
-    {
-      name: "no token",
-      status: 401,
-      headers: () => ({ "content-type": "application/json", "acp-connection-id": conn.id }),
-      body: () => message(),
-    },
-    {
-      name: "a wrong token",
-      status: 401,
-      headers: () => ({ ...known(), authorization: "Bearer no" }),
-      body: () => message(),
-    },
-    {
-      name: "a foreign Host",
-      status: 403,
-      headers: () => ({ ...known(), host: "evil.example" }),
-      body: () => message(),
-    },
-    {
-      name: "a foreign Origin",
-      status: 403,
-      headers: () => ({ ...known(), origin: "http://evil.example" }),
-      body: () => message(),
-    },
-    {
-      name: "not JSON by its type",
-      status: 415,
-      headers: () => ({ ...known(), "content-type": "text/plain" }),
-      body: () => message(),
-    },
-    { name: "not JSON", status: 400, headers: known, body: () => "{nope" },
-    { name: "not JSON-RPC 2.0", status: 400, headers: known, body: () => message().replace("2.0", "1.0") },
-    { name: "no connection", status: 400, headers: () => json, body: () => message() },
-    {
-      name: "an unknown connection",
-      status: 404,
-      headers: () => ({ ...json, "acp-connection-id": "no-such-connection" }),
-      body: () => message(),
-    },
-    {
-      name: "two connection headers that differ",
-      status: 400,
-      headers: () => ({ ...known(), "x-acp-connection-id": "another" }),
-      body: () => message(),
-    },
-    {
-      name: "initialize on an existing connection",
-      status: 400,
-      headers: known,
-      body: () => JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: "initialize", params: {} }),
-    },
-    {
-      name: "a session header that differs from params.sessionId",
-      status: 400,
-      headers: () => ({ ...known(), "acp-session-id": "s-header" }),
-      body: () =>
+  /**
+   * Each case: a name, the status both paths must answer, what changes in the headers of a request
+   * of the connection (`undefined`: left out) and its body (default: a request of its own).
+   */
+  const cases: Array<[string, number, Record<string, string | undefined>?, (() => string)?]> = [
+    ["a request of the connection", 202],
+    ["a notification", 202, {}, () => '{"jsonrpc":"2.0","method":"x/note","params":{}}'],
+    ["an allowed Origin (CORS headers)", 202, { origin }],
+    ["no token", 401, { authorization: undefined }],
+    ["a wrong token", 401, { authorization: "Bearer no" }],
+    ["a foreign Host", 403, { host: "evil.example" }],
+    ["a foreign Origin", 403, { origin: "http://evil.example" }],
+    ["not JSON by its type", 415, { "content-type": "text/plain" }],
+    ["not JSON", 400, {}, () => "{nope"],
+    ["not JSON-RPC 2.0", 400, {}, () => message().replace("2.0", "1.0")],
+    ["no connection", 400, { "acp-connection-id": undefined }],
+    ["an unknown connection", 404, { "acp-connection-id": "no-such-connection" }],
+    ["two connection headers that differ", 400, { "x-acp-connection-id": "another" }],
+    [
+      "initialize on an existing connection",
+      400,
+      {},
+      () => JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: "initialize", params: {} }),
+    ],
+    [
+      "a session header that differs from params.sessionId",
+      400,
+      { "acp-session-id": "s-header" },
+      () =>
         JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: "x/ping", params: { sessionId: "s-params" } }),
-    },
-    {
-      name: "another protocol version",
-      status: 400,
-      headers: () => ({ ...known(), "acp-protocol-version": "999" }),
-      body: () => message(),
-    },
-    { name: "a body declared over the limit", status: 413, headers: known, body: () => big() },
-    {
-      name: "a chunked body over the limit",
-      status: 413,
-      headers: () => ({ ...known(), "transfer-encoding": "chunked" }),
-      body: () => big(),
-    },
+    ],
+    ["another protocol version", 400, { "acp-protocol-version": "999" }],
+    ["a body declared over the limit", 413, {}, big],
+    ["a chunked body over the limit", 413, { "transfer-encoding": "chunked" }, big],
   ];
 
-  for (const { name, status, headers, body } of cases)
+  /** The headers of a request of the connection, changed by `changes`. */
+  function headersWith(changes: Record<string, string | undefined>): Record<string, string> {
+    const headers: Record<string, string | undefined> = { ...known(), ...changes };
+    for (const name of Object.keys(headers)) if (headers[name] === undefined) delete headers[name];
+    return headers as Record<string, string>;
+  }
+
+  for (const [name, status, changes = {}, body = message] of cases)
     it(`${name}: ${status} either way`, async () => {
-      const direct = await post("/v2/rpc", headers(), body());
-      const routed = await post("/v2/rpc?via=router", headers(), body());
+      const direct = await post("/v2/rpc", headersWith(changes), body());
+      const routed = await post("/v2/rpc?via=router", headersWith(changes), body());
       assert.equal(direct.status, status, JSON.stringify(direct.body));
       assert.deepEqual(direct, routed);
     });
