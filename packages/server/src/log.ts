@@ -8,6 +8,8 @@ export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
+  /** Whether entries at `level` are written (a logger without it: assume they are). */
+  enabled?(level: LogLevel): boolean;
 }
 
 /** Line-oriented logger (stderr by default): one line per entry, in `format`. */
@@ -23,7 +25,13 @@ export function createLogger(
       if (ORDER[at] < ORDER[level]) return;
       write(line(new Date().toISOString(), at, message, fields));
     };
-  return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+  return {
+    debug: emit("debug"),
+    info: emit("info"),
+    warn: emit("warn"),
+    error: emit("error"),
+    enabled: (at) => ORDER[at] >= ORDER[level],
+  };
 }
 
 function textLine(time: string, level: LogLevel, message: string, fields: Record<string, unknown>): string {

@@ -9,7 +9,7 @@ import { HEALTH_PATH, healthRoute } from "./control-plane/health.js";
 import { advertisementRecorder } from "./extensions/last-initialize.js";
 import { createHttpListener } from "./http/listener.js";
 import { sendProblem } from "./http/problem.js";
-import { requestPath, Router, withProblems } from "./http/router.js";
+import { answerFailure, answeredBy, failureLog, requestPath, Router, withProblems } from "./http/router.js";
 import { checkRequest } from "./http/security.js";
 import { unavailable } from "./http/unavailable.js";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.js";
@@ -34,7 +34,7 @@ import {
   type EventLogOptions,
   type EventStore,
 } from "./store/event-store.js";
-import { RPC_PATH, rpcRoutes } from "./transport/rpc-routes.js";
+import { RPC_PATH, rpcPost, rpcRoutes } from "./transport/rpc-routes.js";
 import type { RpcSocketServer } from "./transport/websocket.js";
 import { isInspectorPath } from "./ui/public-path.js";
 
@@ -251,10 +251,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!checkRequest(req, res, isInspectorPath(pathname) ? publicSecurity : security)) return;
     return router.handle(req, res, pathname);
   };
-  const logFailure = (error: unknown, answering: boolean): void =>
-    logger.error(answering ? "request failed while answering it" : "request failed", {
-      error: String(error),
-    });
+  const logFailure = failureLog(logger);
+  const postRpc = rpcPost(rpc);
+  /**
+   * `POST /v2/rpc` with nothing after the path (every ACP message but the stream's GET and the
+   * DELETE), past `route` and the router: what they do for it (the security checks, a POST is never
+   * a preflight; the route's name for the access log and metrics), without their promises and
+   * context objects. Any other target (a query, `/v2/rpc/`) takes the router, to the same handler.
+   */
+  const postRpcDirect = (req: IncomingMessage, res: ServerResponse): void => {
+    try {
+      checkRequest(req, res, security);
+      answeredBy(res, RPC_PATH);
+      postRpc(req, res);
+    } catch (error) {
+      answerFailure(res, error, logFailure);
+    }
+  };
   // One listener for every response, not a closure per request.
   const onResponseError = (error: Error): void => logger.warn("response error", { error: String(error) });
   const listener = createHttpListener(
@@ -264,6 +277,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Writing after the end emits "error" on the response; unheard, it would end the server.
       res.on("error", onResponseError);
       if (draining) return sendProblem(res, shuttingDown(req.httpVersionMajor));
+      if (req.url === RPC_PATH && req.method === "POST") return postRpcDirect(req, res);
       void withProblems(req, res, route, logFailure);
     },
     {

@@ -1,41 +1,128 @@
 import type { IncomingMessage } from "node:http";
 import { ProblemError, problems } from "./problem.js";
 
-/** Reads the whole request body, failing with 413 as soon as it passes `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * What `readBodyThen` calls once: with the whole body, or with why it could not be read (a
+ * `ProblemError`: 413, 400, 499) and no body. It gets the request and the caller's `context` (the
+ * response, say) back, so that a request needs no closure of its own.
+ */
+export type BodyReceiver<T> = (
+  req: IncomingMessage,
+  context: T,
+  body: Buffer | undefined,
+  error: unknown,
+) => void;
+
+/** A body being read: the request's one record, which the shared listeners below find on it. */
+class BodyRead<T> {
+  readonly chunks: Buffer[] = [];
+  size = 0;
+
+  constructor(
+    readonly limit: number,
+    readonly then: BodyReceiver<T>,
+    readonly context: T,
+  ) {}
+}
+
+const READING = Symbol("body being read");
+
+/** A request whose body is being read (`readBodyThen`); the record goes once the receiver was called. */
+interface Reading extends IncomingMessage {
+  [READING]?: BodyRead<unknown> | undefined;
+}
+
+/**
+ * Reads the whole request body and calls `then` once, failing with 413 as soon as it passes
+ * `limit` bytes. The listeners are shared by every request (node calls them with the request as
+ * `this`) and find the read on it: no closure and no promise per request, which `readBody`'s
+ * promise, its executor and four listener closures were (bench/README.md, "The request path past the router").
+ */
+export function readBodyThen<T>(
+  req: IncomingMessage,
+  limit: number,
+  then: BodyReceiver<T>,
+  context: T,
+): void {
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(problems.tooLarge(limit));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off("data", onData);
-        req.resume(); // discard the rest so the response can still be written
-        reject(problems.tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    // `on`, not `once`: each of these events comes once per request, a second call of resolve or
-    // reject would do nothing, and `once` wraps every listener (two more functions of Node's for
-    // V8 to run and optimise on each request).
-    req.on("data", onData);
-    req.on("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    // The client went away mid-body (node says "aborted"): nobody may hear it, but it is their error.
-    req.on("error", (error: Error) =>
-      reject(problems.badRequest(`The request body could not be read completely (${error.message}).`)),
-    );
-    // A request cut short (client gone, or a request timeout) may end with neither: the handler must not wait for ever.
-    // Every request closes, so the error (and its stack trace, ~70 µs) is made only for one that did not end.
-    req.on("close", () => {
-      if (!req.complete)
-        reject(
-          new ProblemError(499, "client-closed", "Client Closed Request", "The request body was cut short."),
-        );
-    });
-  });
+  if (Number.isFinite(declared) && declared > limit)
+    return then(req, context, undefined, problems.tooLarge(limit));
+  (req as Reading)[READING] = new BodyRead<unknown>(limit, then as BodyReceiver<unknown>, context);
+  // `on`, not `once`: each of these events comes once per request, the read is taken off the
+  // request when it settles (later events find nothing), and `once` wraps every listener (two more
+  // functions of Node's for V8 to run and optimise on each request).
+  req.on("data", onBodyData);
+  req.on("end", onBodyEnd);
+  req.on("error", onBodyError);
+  req.on("close", onBodyClose);
+}
+
+/** The read of `req`, taken off it: the receiver is called at most once. */
+function settle(req: Reading): BodyRead<unknown> | undefined {
+  const read = req[READING];
+  if (read !== undefined) req[READING] = undefined;
+  return read;
+}
+
+function onBodyData(this: Reading, chunk: Buffer): void {
+  const read = this[READING];
+  if (read === undefined) return;
+  read.size += chunk.length;
+  if (read.size > read.limit) {
+    settle(this);
+    this.off("data", onBodyData);
+    this.resume(); // discard the rest so the response can still be written
+    read.then(this, read.context, undefined, problems.tooLarge(read.limit));
+    return;
+  }
+  read.chunks.push(chunk);
+}
+
+function onBodyEnd(this: Reading): void {
+  const read = settle(this);
+  if (read === undefined) return;
+  const { chunks } = read;
+  read.then(this, read.context, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), undefined);
+}
+
+/** The client went away mid-body (node says "aborted"): nobody may hear it, but it is their error. */
+function onBodyError(this: Reading, error: Error): void {
+  const read = settle(this);
+  if (read === undefined) return;
+  const problem = problems.badRequest(`The request body could not be read completely (${error.message}).`);
+  read.then(this, read.context, undefined, problem);
+}
+
+/**
+ * A request cut short (client gone, or a request timeout) may end with neither: the handler must
+ * not wait for ever. Every request closes, so the error (and its stack trace, ~70 µs) is made
+ * only for one that did not end.
+ */
+function onBodyClose(this: Reading): void {
+  if (this.complete || this[READING] === undefined) return;
+  const read = settle(this)!;
+  const problem = new ProblemError(
+    499,
+    "client-closed",
+    "Client Closed Request",
+    "The request body was cut short.",
+  );
+  read.then(this, read.context, undefined, problem);
+}
+
+/** Reads the whole request body, failing with 413 as soon as it passes `limit` bytes (`readBodyThen` as a promise). */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => readBodyThen(req, limit, settleBodyPromise, { resolve, reject }));
+}
+
+function settleBodyPromise(
+  _req: IncomingMessage,
+  promise: { resolve: (body: Buffer) => void; reject: (error: unknown) => void },
+  body: Buffer | undefined,
+  error: unknown,
+): void {
+  if (body === undefined) promise.reject(error);
+  else promise.resolve(body);
 }
 
 /** `application/json` with optional parameters, compared case-insensitively. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../log.js";
 import { ProblemError, problems, sendProblem } from "./problem.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -69,6 +70,14 @@ const ROUTE = Symbol("route");
  */
 interface Answered {
   [ROUTE]?: string;
+}
+
+/**
+ * Names the route template answering `res` (what the router does for a route it matched), for a
+ * request answered past the router (server.ts: `POST /v2/rpc`).
+ */
+export function answeredBy(res: object, route: string): void {
+  (res as Answered)[ROUTE] = route;
 }
 
 /** The route template that matched the request of `res`, if one did. */
@@ -225,11 +234,20 @@ export async function withProblems(
   }
 }
 
+/** `withProblems`' log of a failed request: what failed, and whether it was while answering it. */
+export function failureLog(logger: Logger): (error: unknown, answering: boolean) => void {
+  return (error, answering) =>
+    logger.error(answering ? "request failed while answering it" : "request failed", {
+      error: String(error),
+    });
+}
+
 /**
  * `withProblems`' answer to a failed request (a function of its own, out of the function TurboFan
- * compiles for every request: bench/README.md, Cold window).
+ * compiles for every request: bench/README.md, Cold window); also what answers a request that
+ * failed after its handler returned (`rpcPost`).
  */
-function answerFailure(
+export function answerFailure(
   res: ServerResponse,
   error: unknown,
   log: (error: unknown, answering: boolean) => void,

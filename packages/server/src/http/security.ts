@@ -24,6 +24,14 @@ function digest(value: string): Buffer {
   return nodeCrypto().createHash("sha256").update(value).digest();
 }
 
+/** The digest of the server's token, made once (a one-entry memo: a process runs one server, tests several). */
+let tokenDigest: { token: string; digest: Buffer } | undefined;
+
+function digestOfToken(token: string): Buffer {
+  if (tokenDigest?.token !== token) tokenDigest = { token, digest: digest(token) };
+  return tokenDigest.digest;
+}
+
 function hostName(host: string): string {
   if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
   const colon = host.indexOf(":");
@@ -73,7 +81,7 @@ export function hasBearerToken(req: IncomingMessage, options: SecurityOptions): 
   const scheme = BEARER.exec(header);
   const presented = scheme ? header.slice(scheme[0].length) : "";
   // Hash both sides so the comparison is constant-time regardless of length.
-  return nodeCrypto().timingSafeEqual(digest(presented), digest(options.token));
+  return nodeCrypto().timingSafeEqual(digest(presented), digestOfToken(options.token));
 }
 
 /**

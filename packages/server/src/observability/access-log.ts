@@ -32,12 +32,12 @@ export function recordRequest(res: ServerResponse, deps: { logger: Logger; metri
   const route = matchedRoute(res) ?? "unmatched";
   const stream = String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
   const { metrics, logger } = deps;
-  metrics.requests.inc({ method, route, status: String(status) });
-  if (!stream) metrics.requestSeconds.observe({ method, route }, seconds);
-  metrics.responseBytes.inc({ method, route }, bodyBytes);
   const received = Number(req.headers["content-length"]);
-  if (Number.isSafeInteger(received) && received > 0) metrics.requestBytes.inc({ method, route }, received);
-  logRequest(logger, req, status, seconds, bodyBytes);
+  const requestBytes = Number.isSafeInteger(received) && received > 0 ? received : 0;
+  metrics.countRequest(method, route, status, stream ? undefined : seconds, bodyBytes, requestBytes);
+  // The line is at debug but for a 5xx: its fields are not made when the logger would drop it.
+  if (status >= 500 || logger.enabled?.("debug") !== false)
+    logRequest(logger, req, status, seconds, bodyBytes);
 }
 
 /** The access log line (a function of its own: it stays out of `recordRequest`, which TurboFan compiles). */

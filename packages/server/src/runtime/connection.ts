@@ -206,6 +206,8 @@ export class Connection implements ConnectionApi {
   private readonly resultReaders: Array<Required<Pick<ConnectionExtension, "readsAgentResult">>>;
   /** The extensions that see client requests or their answers (`readsParams` asks them). */
   private readonly paramReaders: ConnectionExtension[];
+  /** The extensions with `clientMessage`, found once: a request is offered to these only. */
+  private readonly clientHooks: Array<Required<Pick<ConnectionExtension, "clientMessage">>>;
 
   constructor(private readonly options: ConnectionOptions) {
     this.id = options.id;
@@ -223,6 +225,10 @@ export class Connection implements ConnectionApi {
     this.resultReaders = responseHooks as typeof this.resultReaders;
     this.paramReaders = options.extensions.filter(
       (e) => e.clientMessage !== undefined || e.agentResponse !== undefined,
+    );
+    this.clientHooks = options.extensions.filter(
+      (e): e is ConnectionExtension & Required<Pick<ConnectionExtension, "clientMessage">> =>
+        e.clientMessage !== undefined,
     );
     const { limits } = options;
     this.outbound = new Outbound(new EventLog(options.log), {
@@ -579,9 +585,9 @@ export class Connection implements ConnectionApi {
     serverMethod: boolean,
     from: number,
   ): Promise<void> | undefined {
-    const { extensions } = this.options;
+    const extensions = this.clientHooks;
     for (let i = from; i < extensions.length; i++) {
-      const handled = extensions[i]!.clientMessage?.(message, this);
+      const handled = extensions[i]!.clientMessage(message, this);
       if (handled === true) return undefined;
       // Awaited only when it is a promise: an `await` per extension was a microtask hop each on every request.
       if (handled instanceof Promise)

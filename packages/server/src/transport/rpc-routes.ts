@@ -1,6 +1,7 @@
-import { accepts, isJsonContentType, readBody } from "../http/body.js";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { accepts, isJsonContentType, readBodyThen, type BodyReceiver } from "../http/body.js";
 import { problems } from "../http/problem.js";
-import { sendJson, type HttpContext, type Route } from "../http/router.js";
+import { answerFailure, failureLog, sendJson, type HttpContext, type Route } from "../http/router.js";
 import type { TicketBook } from "../http/tickets.js";
 import { AgentUnavailableError, NotRecordedError, type Connection } from "../runtime/connection.js";
 import { kindOf, type JsonRpcMessage } from "../protocol.js";
@@ -23,29 +24,61 @@ export const RPC_PATH = "/v2/rpc";
 export const RPC_TICKET_PATH = "/v2/rpc/ticket";
 
 export function rpcRoutes(deps: RpcDeps, tickets: TicketBook): Route[] {
+  const post = rpcPost(deps);
   return [
     {
       method: "POST",
       path: RPC_TICKET_PATH,
       handler: ({ res }) => sendJson(res, 201, tickets.issue(RPC_PATH)),
     },
-    { method: "POST", path: RPC_PATH, handler: (ctx) => post(ctx, deps) },
+    { method: "POST", path: RPC_PATH, handler: ({ req, res }) => post(req, res) },
     { method: "GET", path: RPC_PATH, handler: (ctx) => get(ctx, deps) },
     { method: "DELETE", path: RPC_PATH, handler: (ctx) => remove(ctx, deps) },
   ];
 }
 
-async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
-  if (!isJsonContentType(req.headers["content-type"])) {
-    throw problems.unsupportedMediaType("POST bodies must be Content-Type: application/json.");
-  }
-  const body = await readBody(req, deps.limits.maxBodyBytes);
+/**
+ * `POST /v2/rpc`: the route's handler, which the listener also calls directly for a request that is
+ * plainly one (server.ts), past the router. Not `async`, and no closure or promise of its own for
+ * a message the connection takes at once (a turn's `session/prompt`): the body is read with shared
+ * listeners (`readBodyThen`), the message accepted as it ends, and a failure after the body is
+ * answered as `withProblems` answers what this throws before it (bench/README.md,
+ * "The request path past the router").
+ */
+export function rpcPost(deps: RpcDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const log = failureLog(deps.logger);
+  const failed = (res: ServerResponse, error: unknown): void => answerFailure(res, error, log);
+  const received: BodyReceiver<ServerResponse> = (req, res, body, error) => {
+    try {
+      if (body === undefined) throw error;
+      const queued = accept(req, res, body, deps);
+      if (queued !== undefined) queued.then(undefined, (failure: unknown) => failed(res, failure));
+    } catch (failure) {
+      failed(res, failure);
+    }
+  };
+  return (req, res) => {
+    if (!isJsonContentType(req.headers["content-type"])) {
+      throw problems.unsupportedMediaType("POST bodies must be Content-Type: application/json.");
+    }
+    readBodyThen(req, deps.limits.maxBodyBytes, received, res);
+  };
+}
+
+/**
+ * The POST's message, read from its whole `body`: checked, handed to its connection, and answered
+ * 202 (200 for `initialize`). Returns a promise only when there is something to wait for.
+ */
+function accept(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer,
+  deps: RpcDeps,
+): Promise<void> | undefined {
   const id = connectionIdOf(req);
+  const known = id === undefined ? undefined : deps.connections.get(id);
   // Only a known connection can say which methods must be parsed; every other body is parsed.
-  const { message, line, sessionId } = readMessage(
-    body,
-    id === undefined ? undefined : deps.connections.get(id),
-  );
+  const { message, line, sessionId } = readMessage(body, known);
   if (message.method === "initialize") {
     if (id !== undefined) throw problems.badRequest("initialize is not allowed on an existing connection.");
     if (kindOf(message) !== "request") throw problems.badRequest("initialize must be a request with an id.");
@@ -56,24 +89,32 @@ async function post({ req, res }: HttpContext, deps: RpcDeps): Promise<void> {
       "Missing Acp-Connection-Id header; POST initialize first to create a connection.",
     );
   }
-  const conn = lookup(deps, id);
+  const conn = known ?? lookup(deps, id);
   if (conn.state === "ended") throw endedProblem(conn);
   checkSessionHeader(sessionHeaderOf(req), sessionId);
   checkProtocolVersion(protocolVersionHeaderOf(req), conn);
-  const request = kindOf(message) === "request";
-  if (request && conn.isPending(message.id!)) {
+  if (kindOf(message) === "request" && conn.isPending(message.id!)) {
     throw problems.badRequest(
       `Request id ${JSON.stringify(message.id)} is already in flight on this connection.`,
     );
   }
+  let queued: Promise<void> | undefined;
   try {
     // A request is recorded in flight before this is done: the 202 promises an answer, even across a restart.
-    const queued = conn.receive(message, line);
-    if (queued !== undefined) await queued;
+    queued = conn.receive(message, line);
   } catch (error) {
     throw receiveProblem(error, conn);
   }
-  res.writeHead(202).end();
+  if (queued === undefined) {
+    res.writeHead(202).end();
+    return undefined;
+  }
+  return queued.then(
+    () => void res.writeHead(202).end(),
+    (error: unknown) => {
+      throw receiveProblem(error, conn);
+    },
+  );
 }
 
 /**
