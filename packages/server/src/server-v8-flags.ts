@@ -67,9 +67,10 @@ function setServerFlag(flag: string): void {
  * (`dns` and `cluster`, which `listen()` loads: ~2 → ~10 ms; `node:crypto` ~4 → ~15 ms). The
  * command sets them once connections' one-time imports have loaded
  * (`ServerOptions.onConnectionCodeLoaded`): the budget and the inlining cap are for the request
- * path of connections, an idle server does not load `node:v8`, and under this budget the ~30 `path.resolve` calls of those
- * imports' module resolution made `path`'s normalizeString hot (it ran for start-up's imports too)
- * and cost a TurboFan job in the first connection's window for a function its requests never call.
+ * path of connections, an idle server does not load `node:v8`, and under this budget the ~30
+ * `path.resolve` calls of those imports' module resolution made `path`'s normalizeString hot (it
+ * ran for start-up's imports too) and cost a TurboFan job in the first connection's window for a
+ * function its requests never call.
  */
 export function setServerV8Flags(): void {
   setServerFlag(INTERRUPT_BUDGET);
