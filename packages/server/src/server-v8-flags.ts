@@ -32,10 +32,10 @@ const INTERRUPT_BUDGET = "--interrupt-budget=8000";
  * Node's streams/http code), and every job filled V8's cumulative inlining budget (920 bytes) with
  * callees of up to 460 bytes each: graph to build and optimise, for a call saved per large callee.
  * Under this cap the small callees are still inlined and the large ones are called: callgrind
- * (all threads, a fresh server's turns 1–500 / 501–1,500 / 1,501–2,500) counted ~20 % fewer
+ * (all threads, a fresh server's turns 1–500 / 501–1,500 / 1,501–2,500) counted 15–20 % fewer
  * compiler instructions over the 2,500 turns and the same outside the compiler in the steady
- * turns (±2 %); interleaved, ~10 % less CPU over the first 500 turns (the compiler threads) and
- * 4–9 % over 501–1,500. The cumulative budget at 460 instead, or this cap at 180, cut the compile
+ * turns (within ±4 %, as between runs); interleaved, ~10 % less CPU over the first 500 turns (the
+ * compiler threads) and 4–9 % over 501–1,500. The cumulative budget at 460 instead, or this cap at 180, cut the compile
  * work about as much but left turns 501–1,500 slower on the main thread; at 120 and below the
  * optimised code ran more instructions. See bench/README.md, "V8 inlining caps".
  */
