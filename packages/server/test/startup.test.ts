@@ -8,6 +8,19 @@ import { RawConnection } from "./support/rpc.js";
 
 const moduleLog = fileURLToPath(new URL("./support/module-log.js", import.meta.url));
 
+/** A new connection to the mock agent with its stream open, one session and one `echo hi` turn. */
+async function echoTurn(server: RunningServer) {
+  const conn = await RawConnection.open(server, "mock");
+  const sse = await conn.openSse();
+  const sessionId = await conn.newSession(sse);
+  const promptId = await conn.send("session/prompt", {
+    sessionId,
+    prompt: [{ type: "text", text: "echo hi" }],
+  });
+  const answer = await sse.waitFor((m) => m.id === promptId && m.method === undefined);
+  return { conn, sse, sessionId, answer };
+}
+
 /** What start-up loads decides start time and idle memory: the control plane and zod load on first use. */
 describe("start-up loads only the transport and health", () => {
   let server: RunningServer;
@@ -76,14 +89,7 @@ describe("start-up loads only the transport and health", () => {
   });
 
   it("runs a connection's first initialize, session/new and turn without loading zod", async () => {
-    const conn = await RawConnection.open(server, "mock");
-    const sse = await conn.openSse();
-    const sessionId = await conn.newSession(sse);
-    const promptId = await conn.send("session/prompt", {
-      sessionId,
-      prompt: [{ type: "text", text: "echo hi" }],
-    });
-    const answer = await sse.waitFor((m) => m.id === promptId && m.method === undefined);
+    const { conn, sse, sessionId, answer } = await echoTurn(server);
     assert.equal(answer.result?.stopReason, "end_turn");
     // The Sandbox extensions ran (they load with the first connection)…
     assert.ok(loaded().some((url) => url.endsWith("/dist/src/extensions/methods.js")));
@@ -131,30 +137,60 @@ describe("start-up loads only the transport and health", () => {
 });
 
 /**
- * The interrupt budget comes after the first connection's one-time imports: under it, their module
- * resolution made `path`'s normalizeString hot enough for a TurboFan job no request needs
- * (bench/README.md, "Cold window, outlining").
+ * The server's V8 flags (the interrupt budget, the inlining cap) come after the first connection's
+ * one-time imports: under the budget, their module resolution made `path`'s normalizeString hot
+ * enough for a TurboFan job no request needs (bench/README.md, "Cold window, outlining"). And the
+ * built-ins the server loads after them still compile from Node's code cache, which V8 refuses
+ * while any flag differs from Node's build: `withDefaultV8Flags` puts V8's defaults back around
+ * those loads, so a flag set without its default in DEFAULT_FLAGS, or with a wrong one, fails here.
  */
-describe("the server's V8 interrupt budget", () => {
+describe("the server's V8 flags", () => {
   let server: RunningServer;
   const logFile = path.join(tempDir("flag-log-"), "modules.txt");
   const flagLog = fileURLToPath(new URL("./support/v8-flag-log.js", import.meta.url));
+  const lines = () => readFileSync(logFile, "utf8").split("\n");
 
   before(async () => {
     server = await startServer({
       bin: compiledServerBin,
+      // `--expose-internals` (for the code cache's counts) is not allowed in NODE_OPTIONS.
+      wrapper: ["/bin/sh", "-c", 'exec "$0" --expose-internals "$@"'],
       env: { NODE_OPTIONS: `--import=${moduleLog} --import=${flagLog}`, MODULE_LOG_FILE: logFile },
     });
   });
   after(() => server.stop());
 
-  it("is set once the first connection's extensions have loaded, not before", async () => {
+  it("are set once the first connection's extensions have loaded, not before", async () => {
     const conn = await RawConnection.open(server, "mock");
-    const lines = readFileSync(logFile, "utf8").split("\n");
-    const extensions = lines.findIndex((line) => line.endsWith("/dist/src/extensions/index.js"));
-    const budget = lines.findIndex((line) => line.startsWith("flag --interrupt-budget="));
+    const extensions = lines().findIndex((line) => line.endsWith("/dist/src/extensions/index.js"));
     assert.ok(extensions >= 0, "the log shows the extensions' import");
-    assert.ok(budget > extensions, `the budget at line ${budget}, the extensions at ${extensions}`);
+    for (const flag of ["--interrupt-budget=8000", "--max-inlined-bytecode-size=230"]) {
+      const set = lines().indexOf(`flag ${flag}`);
+      assert.ok(set > extensions, `${flag} at line ${set}, the extensions at ${extensions}`);
+    }
+    await conn.delete();
+  });
+
+  it("leave the built-ins loaded after them compiling from Node's code cache", async () => {
+    const { conn } = await echoTurn(server);
+    // A connection's id loaded node:crypto, the event log's first frame node:zlib (its crc32),
+    // each after the first flag, the modules each brought listed when the server's flags came back.
+    const firstFlag = lines().findIndex((line) => line.startsWith("flag "));
+    const lazyLoads = ["crypto", "zlib"].map((name) => {
+      const at = lines().findIndex((line) => line.startsWith("loaded ") && line.split(" ").includes(name));
+      assert.ok(at > firstFlag, `${name} loaded at line ${at}, the first flag at ${firstFlag}`);
+      return lines()[at]!.split(" ").slice(1);
+    });
+    const uncached = lines().filter((line) => line.startsWith("uncached "));
+    assert.ok(uncached.length > 0, "the log reads the code cache's counts (--expose-internals)");
+    // Node's own lazy loads under the server's flags compile from source, once per process (e.g.
+    // internal/fs/rimraf, which `fs.rmSync` loads when a connection's log is deleted).
+    const compiledFromSource = new Set(uncached.at(-1)!.split(" ").slice(1));
+    assert.deepEqual(
+      lazyLoads.flat().filter((name) => compiledFromSource.has(name)),
+      [],
+      "built-ins loaded with V8's defaults compiled without Node's code cache",
+    );
     await conn.delete();
   });
 });
