@@ -7,8 +7,8 @@
 // --rounds N (default 7, 3 with --quick) repeats the request rows (the first 500 echo turns' p50 and
 // p99, CPU per turn over requests 501–1,500 and 1,501–2,500) N times, each round on a fresh server
 // per kind, the kinds in an order that rotates per round: ours, Rust, the floor, and the floor with
-// our server's V8 interrupt budget (`--interrupt-budget=8000`, which ours sets itself at its first
-// work). It prints the median of each figure over the rounds with its range (min–max), and per round
+// our server's V8 flags (`--interrupt-budget=8000 --max-inlined-bytecode-size=230`, which ours sets
+// itself at its first work). It prints the median of each figure over the rounds with its range (min–max), and per round
 // the ratios to the Rust peer's figure in that round, with their median; progress goes to stderr.
 // --only start measures only start → health and idle RSS (and `node -e 0`), in --starts N rounds
 // (default 7, 3 with --quick); --only requests only the request rounds.
@@ -210,11 +210,12 @@ async function session(conn) {
 const nodeArgs = splitNodeArgs(args["server-args"]);
 const floorServer = path.join(here, "node-floor-server.mjs");
 /**
- * The V8 interrupt budget our server sets itself at its first work (server-v8-flags.ts): the floor
- * runs once more with it on its command line in the request rounds, so that the CPU rows compare
- * like with like (with V8's default the floor is still tiering up through requests 501–1,500).
+ * The V8 flags our server sets itself at its first work (server-v8-flags.ts: the interrupt budget
+ * and the inlining cap): the floor runs once more with them on its command line in the request
+ * rounds, so that the CPU rows compare like with like (with V8's default budget the floor is still
+ * tiering up through requests 501–1,500). Keep in step with server-v8-flags.ts.
  */
-const SERVER_BUDGET = "--interrupt-budget=8000";
+const SERVER_FLAGS = ["--interrupt-budget=8000", "--max-inlined-bytecode-size=230"];
 /** The servers; the floor is started and polled exactly as ours is, with the same mock agent. */
 const start = (kind, bin, extraNodeArgs = []) =>
   kind === "ours"
@@ -222,7 +223,7 @@ const start = (kind, bin, extraNodeArgs = []) =>
     : kind === "floor" || kind === "floorBudget"
       ? startNode([
           ...nodeArgs,
-          ...(kind === "floorBudget" ? [SERVER_BUDGET] : []),
+          ...(kind === "floorBudget" ? SERVER_FLAGS : []),
           ...extraNodeArgs,
           floorServer,
           process.execPath,
@@ -237,7 +238,7 @@ const LABELS = {
   ours: "ours",
   rust: "Rust 0.4.2",
   floor: "Node floor",
-  floorBudget: `floor + \`${SERVER_BUDGET}\``,
+  floorBudget: `floor + \`${SERVER_FLAGS.join(" ")}\``,
 };
 const SHORT = { ours: "ours", rust: "Rust", floor: "floor", floorBudget: "floor+budget" };
 
@@ -576,7 +577,7 @@ function report(kinds, summary) {
         ]),
       ),
       "",
-      `floor+budget: the Node floor with our server's V8 interrupt budget (${SERVER_BUDGET}, which ours sets at its first work).`,
+      `floor+budget: the Node floor with our server's V8 flags (${SERVER_FLAGS.join(" ")}, which ours sets at its first work).`,
       "",
       "Ratios to the Rust peer per round (the round's order in its heading), their median, and the rounds at or under 1:",
       table(
