@@ -57,19 +57,17 @@ export function readBodyThen<T>(
   req.on("close", onBodyClose);
 }
 
-/** The read of `req`, taken off it: the receiver is called at most once. */
-function settle(req: Reading): BodyRead<unknown> | undefined {
-  const read = req[READING];
-  if (read !== undefined) req[READING] = undefined;
-  return read;
-}
+// Each listener below takes the read off the request before it calls the receiver, so that the
+// receiver is called at most once. Written out in each, not a helper: a function called on every
+// request is a TurboFan job of its own in a connection's first requests (bench/README.md,
+// "The client-request path's compile jobs").
 
 function onBodyData(this: Reading, chunk: Buffer): void {
   const read = this[READING];
   if (read === undefined) return;
   read.size += chunk.length;
   if (read.size > read.limit) {
-    settle(this);
+    this[READING] = undefined;
     this.off("data", onBodyData);
     this.resume(); // discard the rest so the response can still be written
     read.then(this, read.context, undefined, problems.tooLarge(read.limit));
@@ -79,16 +77,18 @@ function onBodyData(this: Reading, chunk: Buffer): void {
 }
 
 function onBodyEnd(this: Reading): void {
-  const read = settle(this);
+  const read = this[READING];
   if (read === undefined) return;
+  this[READING] = undefined;
   const { chunks } = read;
   read.then(this, read.context, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), undefined);
 }
 
 /** The client went away mid-body (node says "aborted"): nobody may hear it, but it is their error. */
 function onBodyError(this: Reading, error: Error): void {
-  const read = settle(this);
+  const read = this[READING];
   if (read === undefined) return;
+  this[READING] = undefined;
   const problem = problems.badRequest(`The request body could not be read completely (${error.message}).`);
   read.then(this, read.context, undefined, problem);
 }
@@ -99,8 +99,9 @@ function onBodyError(this: Reading, error: Error): void {
  * only for one that did not end.
  */
 function onBodyClose(this: Reading): void {
-  if (this.complete || this[READING] === undefined) return;
-  const read = settle(this)!;
+  const read = this[READING];
+  if (this.complete || read === undefined) return;
+  this[READING] = undefined;
   const problem = new ProblemError(
     499,
     "client-closed",
