@@ -1,6 +1,6 @@
 import { MAX_JSON_DEPTH } from "../http/json.js";
 import type { JsonRpcId } from "../protocol.js";
-import { DIGIT, jsonEnd, jsonStrings } from "../runtime/json-scan.js";
+import { DIGIT, jsonEnd, jsonStrings, sameBytes } from "../runtime/json-scan.js";
 import { MAX_STRING_ID_LENGTH, parseMessage, type ParsedMessage } from "./parse-message.js";
 
 /** What decides whether a message must be parsed: the connection it is for (`Connection.readsParams`). */
@@ -34,9 +34,7 @@ const SPACE = 0x20;
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const MINUS = 0x2d;
-const DOT = 0x2e;
 const ZERO = 0x30;
-const TWO = 0x32;
 const COLON = 0x3a;
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
@@ -47,8 +45,6 @@ const ID = 2;
 const METHOD = 4;
 const PARAMS = 8;
 const REQUIRED = JSONRPC | ID | METHOD;
-/** `sessionId` in params (not an envelope member: `memberOf` at level 2). */
-const SESSION_ID = 16;
 
 /** The longest integer id taken here: 16 digits covers 2^53-1; longer ones go to `parseMessage`. */
 const MAX_ID_DIGITS = 16;
@@ -109,12 +105,12 @@ function members(b: Buffer, at: number, end: number, level: number): number {
     let member = 0;
     let sessionKey = false;
     if (level === 1) {
-      member = memberOf(b, at + 1, nameEnd - 1, 1);
+      member = memberOf(b, at + 1, nameEnd - 1);
       if (member === 0 || (seen & member) !== 0) return -1;
       seen |= member;
     } else {
       if (jsonStrings.nonAscii) nonAscii = true;
-      sessionKey = memberOf(b, at + 1, nameEnd - 1, 2) === SESSION_ID;
+      sessionKey = nameEnd - at === 11 && sameBytes(b, at + 1, "sessionId");
     }
     at = nameEnd;
     while (at < end && (b[at] === SPACE || b[at] === TAB)) at++;
@@ -130,9 +126,7 @@ function members(b: Buffer, at: number, end: number, level: number): number {
       if (high) nonAscii = true;
       const string = b[valueStart] === QUOTE;
       if (member === JSONRPC) {
-        // `"2.0"`: a valid value of 5 bytes that opens with a quote closes with one.
-        if (at - valueStart !== 5 || b[valueStart] !== QUOTE) return -1;
-        if (b[valueStart + 1] !== TWO || b[valueStart + 2] !== DOT || b[valueStart + 3] !== ZERO) return -1;
+        if (at - valueStart !== 5 || !sameBytes(b, valueStart, '"2.0"')) return -1;
       } else if (member === ID) {
         id = idAt(b, valueStart, at, string && !escaped, high);
         if (id === undefined) return -1;
@@ -179,31 +173,17 @@ function idAt(b: Buffer, start: number, end: number, plain: boolean, high: boole
   return negative ? -value : value;
 }
 
-/**
- * Which member the name between `start` and `end` is: at `level` 1 an envelope member (0: none of
- * them), at 2 `SESSION_ID` or 0. Compared here byte by byte, not by json-scan's `sameBytes`:
- * called for every member of every request, that helper was a TurboFan job of its own in a
- * connection's first requests (bench/README.md, "The client-request path's compile jobs").
- */
-function memberOf(b: Buffer, start: number, end: number, level: number): number {
-  const length = end - start;
-  let name: string;
-  let member: number;
-  if (level === 2) {
-    if (length !== 9) return 0;
-    name = "sessionId";
-    member = SESSION_ID;
-  } else if (length === 2) {
-    name = "id";
-    member = ID;
-  } else if (length === 7) {
-    name = "jsonrpc";
-    member = JSONRPC;
-  } else if (length === 6) {
-    const isMethod = b[start] === 0x6d; // "m"
-    name = isMethod ? "method" : "params";
-    member = isMethod ? METHOD : PARAMS;
-  } else return 0;
-  for (let i = 0; i < length; i++) if (b[start + i] !== name.charCodeAt(i)) return 0;
-  return member;
+/** Which envelope member the name between `start` and `end` is (0: none of them). */
+function memberOf(b: Buffer, start: number, end: number): number {
+  switch (end - start) {
+    case 2:
+      return sameBytes(b, start, "id") ? ID : 0;
+    case 6:
+      if (sameBytes(b, start, "method")) return METHOD;
+      return sameBytes(b, start, "params") ? PARAMS : 0;
+    case 7:
+      return sameBytes(b, start, "jsonrpc") ? JSONRPC : 0;
+    default:
+      return 0;
+  }
 }
