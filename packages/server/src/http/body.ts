@@ -51,8 +51,8 @@ export function readBodyThen<T>(
   // `on`, not `once`: each of these events comes once per request, the read is taken off the
   // request when it settles (later events find nothing), and `once` wraps every listener (two more
   // functions of Node's for V8 to run and optimise on each request).
-  req.on("data", onBodyData);
-  req.on("end", onBodyEnd);
+  req.on("data", onBody);
+  req.on("end", onBody);
   req.on("error", onBodyError);
   req.on("close", onBodyClose);
 }
@@ -62,23 +62,25 @@ export function readBodyThen<T>(
 // request is a TurboFan job of its own in a connection's first requests (bench/README.md,
 // "The client-request path's compile jobs").
 
-function onBodyData(this: Reading, chunk: Buffer): void {
+/**
+ * The `data` and the `end` listener, one function for both (a chunk, or no argument at the end):
+ * as two, each was a TurboFan job of its own in a connection's first requests.
+ */
+function onBody(this: Reading, chunk?: Buffer): void {
   const read = this[READING];
   if (read === undefined) return;
-  read.size += chunk.length;
-  if (read.size > read.limit) {
+  if (chunk !== undefined) {
+    read.size += chunk.length;
+    if (read.size <= read.limit) {
+      read.chunks.push(chunk);
+      return;
+    }
     this[READING] = undefined;
-    this.off("data", onBodyData);
+    this.off("data", onBody);
     this.resume(); // discard the rest so the response can still be written
     read.then(this, read.context, undefined, problems.tooLarge(read.limit));
     return;
   }
-  read.chunks.push(chunk);
-}
-
-function onBodyEnd(this: Reading): void {
-  const read = this[READING];
-  if (read === undefined) return;
   this[READING] = undefined;
   const { chunks } = read;
   read.then(this, read.context, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), undefined);
