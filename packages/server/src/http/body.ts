@@ -48,9 +48,9 @@ export function readBodyThen<T>(
   if (Number.isFinite(declared) && declared > limit)
     return then(req, context, undefined, problems.tooLarge(limit));
   (req as Reading)[READING] = new BodyRead<unknown>(limit, then as BodyReceiver<unknown>, context);
-  // `on`, not `once`: each of these events comes once per request, the read is taken off the
-  // request when it settles (later events find nothing), and `once` wraps every listener (two more
-  // functions of Node's for V8 to run and optimise on each request).
+  // `on`, not `once`: the read is taken off the request when it settles (later events find
+  // nothing), and `once` wraps every listener (two more functions of Node's for V8 to run and
+  // optimise on each request).
   req.on("data", onBody);
   req.on("end", onBody);
   req.on("error", onBodyError);
