@@ -243,7 +243,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let draining = false;
   const observed = { logger, metrics };
   // In-flight accounting, the access log and the metrics, from one `close` listener per response.
-  const inFlight = new InFlight((res) => recordRequest(res, observed));
+  const inFlight = new InFlight(recordRequest, observed);
   // HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on the same port, same handler.
   // Not `async`, nor is `Router.handle` for a loaded route: the handler's promise is the request's only one.
   const route = (req: IncomingMessage, res: ServerResponse): Promise<void> | void => {
@@ -371,9 +371,12 @@ const SHUTDOWN_DRAIN_MS = 1000;
 
 /**
  * Counts requests whose response is not closed yet, and hands each closed response to `onClosed`
- * (the access log and the metrics): the only `close` listener a response gets from the server.
+ * with `context` (the access log and the metrics): the only `close` listener a response gets from
+ * the server. `closed` calls `onClosed` itself, no helper or wrapper closure in between: each would
+ * be a TurboFan job of its own in a connection's first requests (bench/README.md, "The
+ * client-request path's compile jobs").
  */
-class InFlight {
+class InFlight<C> {
   private count = 0;
   private onIdle: (() => void) | undefined;
   /**
@@ -382,13 +385,12 @@ class InFlight {
    */
   private readonly closed: (this: ServerResponse) => void;
 
-  constructor(onClosed: (res: ServerResponse) => void) {
-    const settle = (): void => {
-      if (--this.count === 0) this.onIdle?.();
-    };
+  constructor(onClosed: (res: ServerResponse, context: C) => void, context: C) {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- `this` is the response in `closed`
+    const inFlight = this;
     this.closed = function (this: ServerResponse) {
-      settle();
-      onClosed(this);
+      if (--inFlight.count === 0) inFlight.onIdle?.();
+      onClosed(this, context);
     };
   }
 

@@ -161,6 +161,28 @@ describe("Sandbox extensions", () => {
     assert.equal(forkMeta.permissionMode, "ask");
   });
 
+  it("between prompts, which nothing parses, the methods that are read still arrive whole", async () => {
+    // A connection remembers the last method nothing reads (`Connection.readsParams`): the others
+    // must still be parsed after it, each time.
+    const sessionId = await conn.newSession(sse);
+    for (let round = 0; round < 3; round++) {
+      await conn.prompt(sse, sessionId, "echo ping");
+      const set = await conn.call(sse, "_sandboxagent/session/set_metadata", {
+        sessionId,
+        metadata: { round },
+      });
+      assert.equal(sandboxMeta(set.result).round, round);
+      await conn.prompt(sse, sessionId, "echo ping");
+      const fork = await conn.call(sse, "session/fork", {
+        sessionId,
+        cwd: process.cwd(),
+        mcpServers: [],
+        _meta: { [META]: { variant: `fork ${round}` } },
+      });
+      assert.equal(sandboxMeta(await listEntry(conn, sse, fork.result!.sessionId!)).variant, `fork ${round}`);
+    }
+  });
+
   it("title: stored, announced as session_info_update and used as the session/list title", async () => {
     const sessionId = await conn.newSession(sse);
     const response = await conn.call(sse, "_sandboxagent/session/set_metadata", {

@@ -402,6 +402,31 @@ describe("scanEnvelope against parseMessage", () => {
     assert.equal(scanEnvelope(Buffer.from(escapedKey)), undefined);
   });
 
+  it("tells the member names and the version apart by every byte", () => {
+    const body = (jsonrpc: string, id: string, method: string, params: string, sessionId: string) =>
+      Buffer.from(`{"${jsonrpc}":"2.0","${id}":7,"${method}":"m","${params}":{"${sessionId}":"s","x":1}}`);
+    const names = ["jsonrpc", "id", "method", "params", "sessionId"] as const;
+    assert.equal(scanEnvelope(body(...names))?.sessionId, "s");
+    for (let n = 0; n < names.length; n++) {
+      const name = names[n]!;
+      for (let i = 0; i < name.length; i++) {
+        const other = [...names] as string[];
+        other[n] = name.slice(0, i) + String.fromCharCode(name.charCodeAt(i) ^ 1) + name.slice(i + 1);
+        const scanned = scanEnvelope(body(...(other as [string, string, string, string, string])));
+        // A params member that is not `sessionId` is any member; an envelope member that is not one is refused.
+        if (n === 4) assert.equal(scanned?.sessionId, undefined, other[n]);
+        else assert.equal(scanned, undefined, other[n]);
+      }
+    }
+    for (const version of ['"2.1"', '"3.0"', '"2,0"', '"2.0 "', "2.000", '"2.0\\"', '"\\u0032"'])
+      assert.equal(
+        scanEnvelope(Buffer.from(`{"jsonrpc":${version},"id":1,"method":"m"}`)),
+        undefined,
+        version,
+      );
+    assert.ok(agrees(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"m","params":{"sessionId":true}}')));
+  });
+
   it("agrees with the parse on 50,000 mutated bodies", () => {
     const seeds = [
       '{"jsonrpc":"2.0","id":12,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi \\"x\\" é"}]}}',

@@ -138,6 +138,25 @@ describe("POST /v2/rpc past the router answers as through it", () => {
     assert.equal(answer.status, 202);
   });
 
+  it("a body sent in pieces is read whole, either way", async () => {
+    for (const target of ["/v2/rpc", "/v2/rpc?via=router"]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(`${server.baseUrl}${target}`, {
+          method: "POST",
+          headers: { ...known(), "transfer-encoding": "chunked" },
+        });
+        req.on("response", (res) => resolve(res.resume().statusCode!)).on("error", reject);
+        const body = message();
+        const third = Math.ceil(body.length / 3);
+        // Each piece written once the one before has gone out: the server reads three chunks.
+        req.write(body.slice(0, third), () =>
+          req.write(body.slice(third, 2 * third), () => req.end(body.slice(2 * third))),
+        );
+      });
+      assert.equal(status, 202, target);
+    }
+  });
+
   it("the metrics name the route of both", async () => {
     const before = await requestsOf(202);
     await post("/v2/rpc", known(), message());

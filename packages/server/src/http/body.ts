@@ -48,47 +48,49 @@ export function readBodyThen<T>(
   if (Number.isFinite(declared) && declared > limit)
     return then(req, context, undefined, problems.tooLarge(limit));
   (req as Reading)[READING] = new BodyRead<unknown>(limit, then as BodyReceiver<unknown>, context);
-  // `on`, not `once`: each of these events comes once per request, the read is taken off the
-  // request when it settles (later events find nothing), and `once` wraps every listener (two more
-  // functions of Node's for V8 to run and optimise on each request).
-  req.on("data", onBodyData);
-  req.on("end", onBodyEnd);
+  // `on`, not `once`: the read is taken off the request when it settles (later events find
+  // nothing), and `once` wraps every listener (two more functions of Node's for V8 to run and
+  // optimise on each request).
+  req.on("data", onBody);
+  req.on("end", onBody);
   req.on("error", onBodyError);
   req.on("close", onBodyClose);
 }
 
-/** The read of `req`, taken off it: the receiver is called at most once. */
-function settle(req: Reading): BodyRead<unknown> | undefined {
-  const read = req[READING];
-  if (read !== undefined) req[READING] = undefined;
-  return read;
-}
+// Each listener below takes the read off the request before it calls the receiver, so that the
+// receiver is called at most once. Written out in each, not a helper: a function called on every
+// request is a TurboFan job of its own in a connection's first requests (bench/README.md,
+// "The client-request path's compile jobs").
 
-function onBodyData(this: Reading, chunk: Buffer): void {
+/**
+ * The `data` and the `end` listener, one function for both (a chunk, or no argument at the end):
+ * as two, each was a TurboFan job of its own in a connection's first requests.
+ */
+function onBody(this: Reading, chunk?: Buffer): void {
   const read = this[READING];
   if (read === undefined) return;
-  read.size += chunk.length;
-  if (read.size > read.limit) {
-    settle(this);
-    this.off("data", onBodyData);
+  if (chunk !== undefined) {
+    read.size += chunk.length;
+    if (read.size <= read.limit) {
+      read.chunks.push(chunk);
+      return;
+    }
+    this[READING] = undefined;
+    this.off("data", onBody);
     this.resume(); // discard the rest so the response can still be written
     read.then(this, read.context, undefined, problems.tooLarge(read.limit));
     return;
   }
-  read.chunks.push(chunk);
-}
-
-function onBodyEnd(this: Reading): void {
-  const read = settle(this);
-  if (read === undefined) return;
+  this[READING] = undefined;
   const { chunks } = read;
   read.then(this, read.context, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), undefined);
 }
 
 /** The client went away mid-body (node says "aborted"): nobody may hear it, but it is their error. */
 function onBodyError(this: Reading, error: Error): void {
-  const read = settle(this);
+  const read = this[READING];
   if (read === undefined) return;
+  this[READING] = undefined;
   const problem = problems.badRequest(`The request body could not be read completely (${error.message}).`);
   read.then(this, read.context, undefined, problem);
 }
@@ -99,8 +101,9 @@ function onBodyError(this: Reading, error: Error): void {
  * only for one that did not end.
  */
 function onBodyClose(this: Reading): void {
-  if (this.complete || this[READING] === undefined) return;
-  const read = settle(this)!;
+  const read = this[READING];
+  if (this.complete || read === undefined) return;
+  this[READING] = undefined;
   const problem = new ProblemError(
     499,
     "client-closed",

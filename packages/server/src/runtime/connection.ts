@@ -206,6 +206,8 @@ export class Connection implements ConnectionApi {
   private readonly resultReaders: Array<Required<Pick<ConnectionExtension, "readsAgentResult">>>;
   /** The extensions that see client requests or their answers (`readsParams` asks them). */
   private readonly paramReaders: ConnectionExtension[];
+  /** The last method `readsParams` said no to ("": none yet). */
+  private paramlessMethod = "";
   /** The extensions with `clientMessage`, found once: a request is offered to these only. */
   private readonly clientHooks: Array<Required<Pick<ConnectionExtension, "clientMessage">>>;
 
@@ -571,9 +573,13 @@ export class Connection implements ConnectionApi {
    * (transport/envelope.ts); `receive` gets the others as `{ jsonrpc, id, method }`.
    */
   readsParams(method: string): boolean {
+    // A connection's requests are mostly of one method (a turn's `session/prompt`): the answer for
+    // it is found once per connection, not at every request (it depends on the method alone).
+    if (method === this.paramlessMethod) return false;
     if (method.startsWith(EXTENSION_PREFIX) || tracksSessions(method)) return true;
     // An extension without `readsParams` reads every message.
     for (const ext of this.paramReaders) if (ext.readsParams?.(method) !== false) return true;
+    this.paramlessMethod = method;
     return false;
   }
 

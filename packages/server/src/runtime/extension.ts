@@ -42,6 +42,7 @@ export interface ConnectionExtension {
    * than its `jsonrpc`, `id` and `method`. When no extension does, the transport need not parse
    * the request (transport/envelope.ts): the hooks then get `{ jsonrpc, id, method }`, without
    * `params`. An extension with either hook and without this one gets every message parsed.
+   * The answer must depend on the method alone: a connection remembers the last method nothing reads.
    */
   readsParams?(method: string): boolean;
   /**

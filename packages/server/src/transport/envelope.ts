@@ -72,9 +72,12 @@ let sessionId: string | undefined;
 export function scanEnvelope(body: Buffer): ParsedMessage | undefined {
   const b = body;
   let end = b.length;
-  while (end > 0 && isSpace(b[end - 1])) end--;
+  // JSON's whitespace around the object, skipped inline (as in `members`).
+  let c = b[end - 1];
+  while (end > 0 && (c === SPACE || c === LF || c === CR || c === TAB)) c = b[--end - 1];
   let start = 0;
-  while (start < end && isSpace(b[start])) start++;
+  c = b[0];
+  while (start < end && (c === SPACE || c === LF || c === CR || c === TAB)) c = b[++start];
   if (b[start] !== OPEN_OBJECT) return undefined;
   seen = 0;
   nonAscii = false;
@@ -168,10 +171,6 @@ function idAt(b: Buffer, start: number, end: number, plain: boolean, high: boole
   // Exact below 2^53; a longer integer rounds to 2^53 or more, which this refuses.
   if (!Number.isSafeInteger(value) || (negative && value === 0)) return undefined;
   return negative ? -value : value;
-}
-
-function isSpace(c: number | undefined): boolean {
-  return c === SPACE || c === TAB || c === LF || c === CR;
 }
 
 /** Which envelope member the name between `start` and `end` is (0: none of them). */
