@@ -54,3 +54,29 @@ export function syncDirectorySync(dir: string): void {
     fs.closeSync(fd);
   }
 }
+
+/**
+ * Deletes `file`, if it is there. Not `fs.rmSync`: Node 20's loads `internal/fs/rimraf` on its
+ * first call, a built-in that compiles without Node's code cache once the server's V8 flags are set
+ * (`server-v8-flags.ts`), in the middle of a connection's requests.
+ */
+export function removeFile(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+}
+
+/**
+ * Deletes directory `dir` and what is in it, if it is there: with `unlink`s and an `rmdir` for a
+ * directory of files (a connection's log), with `fs.rmSync` only if that fails (something else in it).
+ */
+export function removeDir(dir: string): void {
+  try {
+    for (const name of fs.readdirSync(dir)) removeFile(`${dir}/${name}`);
+    fs.rmdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") fs.rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly, syncDirectorySync, writeAll, writeRange } from "./file-io.js";
+import { closeQuietly, removeFile, syncDirectorySync, writeAll, writeRange } from "./file-io.js";
 
 /** A client request's id as JSON-RPC has it: kept apart by type (`1` is not `"1"`). */
 export type RequestId = string | number;
@@ -254,7 +254,7 @@ export class RequestJournal {
       if (this.fsync) syncDirectorySync(path.dirname(this.file));
     } catch (error) {
       if (fd !== undefined) closeQuietly(fd);
-      fs.rmSync(tmp, { force: true });
+      removeFile(tmp);
       this.stale ??= error as Error;
       return false;
     }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly, syncDirectorySync } from "./file-io.js";
+import { closeQuietly, removeFile, syncDirectorySync } from "./file-io.js";
 
 /**
  * A table of the server's index: JSON values by key. With a data directory every change is kept
@@ -242,7 +242,7 @@ export class IndexJournal implements Tables {
       if (this.failure !== undefined) this.report("the event log index is written again", {});
       this.failure = undefined;
     } catch (error) {
-      fs.rmSync(tmp, { force: true });
+      removeFile(tmp);
       this.failure ??= error as Error;
     }
   }
