@@ -2,14 +2,18 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { tempDir } from "@sandbox-agent/testkit";
 import fs from "node:fs";
+import type { FrameRanges } from "../src/store/byte-window.js";
 import { FRAME_HEADER_BYTES, RECORD_HEADER_BYTES, sealFrame } from "../src/store/frames.js";
 import { SegmentFiles } from "../src/store/segments.js";
+
+/** `buf` whole, as the segment writer takes it. */
+const whole = (buf: Buffer): FrameRanges => ({ count: 1, bufs: [buf], starts: [0], ends: [buf.length] });
 
 /** Retention of a connection's segment files, byte for byte (the frames' content does not matter here). */
 describe("segment retention", () => {
   const limits = { segmentBytes: 1000, retentionBytes: 3000, retentionMs: 3_600_000 };
   const write = (files: SegmentFiles, bytes: number, count = 1) =>
-    files.write([Buffer.alloc(bytes, 1)], count, Date.now());
+    files.write(whole(Buffer.alloc(bytes, 1)), count, Date.now());
 
   it("keeps the newest retentionBytes even when one busy write filled a segment far past segmentBytes", () => {
     const files = SegmentFiles.create(tempDir("segments-"), 1, limits, false);
@@ -72,7 +76,7 @@ describe("segment index", () => {
   function writeEvents(files: SegmentFiles, through: number): void {
     while (files.nextSeq <= through) {
       const count = Math.min(1 + (files.nextSeq % 3), through - files.nextSeq + 1);
-      files.write([frame(files.nextSeq, count)], count, Date.now());
+      files.write(whole(frame(files.nextSeq, count)), count, Date.now());
     }
   }
 

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly, removeFile, syncDirectorySync, writeAll, writeRange } from "./file-io.js";
+import { closeQuietly, removeFile, syncDirectorySync, writeRange } from "./file-io.js";
 
 /** A client request's id as JSON-RPC has it: kept apart by type (`1` is not `"1"`). */
 export type RequestId = string | number;
@@ -247,7 +247,7 @@ export class RequestJournal {
     let fd: number | undefined;
     try {
       fd = fs.openSync(tmp, "w");
-      writeAll(fd, [bytes], bytes.length, JOURNAL_NAME);
+      writeRange(fd, bytes, 0, bytes.length, JOURNAL_NAME);
       if (this.fsync) fs.fdatasyncSync(fd);
       fs.renameSync(tmp, this.file);
       // With fsync, lines appended after the rewrite are synced into the new file: its name must last.

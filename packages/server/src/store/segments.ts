@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { batchLength, emptyBatch, pushEvent, type EventBatch } from "./event-batch.js";
-import type { FrameBytes } from "./byte-window.js";
-import { closeQuietly, removeDir, removeFile, writeAll, writeRange } from "./file-io.js";
+import type { FrameRanges } from "./byte-window.js";
+import { closeQuietly, removeDir, removeFile, writeRange } from "./file-io.js";
 import {
   FRAME_HEADER_BYTES,
   readFrame,
@@ -224,17 +224,18 @@ export class SegmentFiles {
    * Appends frames holding `count` events. On failure (ENOSPC, EIO…) the file is cut back to where
    * it was, so what was written before stays intact, and the error is thrown.
    */
-  write(frames: FrameBytes, count: number, timeMs: number): void {
+  write(frames: FrameRanges, count: number, timeMs: number): void {
+    const { bufs, starts, ends } = frames;
     let bytes = 0;
-    if (Array.isArray(frames)) for (const chunk of frames) bytes += chunk.length;
-    else bytes = frames.end - frames.start;
+    for (let i = 0; i < frames.count; i++) bytes += ends[i]! - starts[i]!;
     let segment = this.segments.at(-1)!;
     if (segment.bytes > SEGMENT_HEADER_BYTES && segment.bytes + bytes > this.limits.segmentBytes)
       segment = this.rotate();
     const offset = segment.bytes;
     try {
-      if (Array.isArray(frames)) writeAll(this.fd, frames, bytes, "the event log");
-      else writeRange(this.fd, frames.buf, frames.start, frames.end, "the event log");
+      // A write per slab (almost always one): frames across slabs are rare enough for no `writev`.
+      for (let i = 0; i < frames.count; i++)
+        writeRange(this.fd, bufs[i]!, starts[i]!, ends[i]!, "the event log");
     } catch (error) {
       lastRead.forget();
       try {
@@ -392,7 +393,8 @@ function newSegment(dir: string, firstSeq: number, segmentBytes: number): { segm
   const file = path.join(dir, nameOf(firstSeq));
   const fd = fs.openSync(file, "wx");
   try {
-    fs.writeSync(fd, segmentHeader(firstSeq));
+    const header = segmentHeader(firstSeq);
+    writeRange(fd, header, 0, header.length, "the event log");
   } catch (error) {
     closeQuietly(fd);
     removeFile(file);
