@@ -184,16 +184,14 @@ export class ByteWindow {
     const first = cursor + 1;
     if (first < this.first) return undefined;
     const batch = emptyBatch(first);
-    let seq = first;
     const end = Math.min(last + 1, this.next);
-    while (seq < end && (seq === first || batch.bytes < maxBytes)) {
-      const slab = this.slabOf(seq)!;
-      const { buf, offsets } = slab;
-      const slabEnd = Math.min(end, slab.firstSeq + slab.count);
-      for (; seq < slabEnd && (seq === first || batch.bytes < maxBytes); seq++) {
-        const at = offsets[seq - slab.firstSeq]! + RECORD_HEADER_BYTES;
-        pushEvent(batch, buf, at, at + buf.readUInt32LE(at - RECORD_HEADER_BYTES));
-      }
+    // Each event's slab looked up (the newest first, where it almost always is), not a loop per
+    // slab: a batch that crossed into the next slab ran the outer loop's test a second time, code
+    // TurboFan's `read` had no type feedback for, and deoptimised there (4 of 10 fresh servers).
+    for (let seq = first; seq < end && (seq === first || batch.bytes < maxBytes); seq++) {
+      const { buf, offsets, firstSeq } = this.slabOf(seq)!;
+      const at = offsets[seq - firstSeq]! + RECORD_HEADER_BYTES;
+      pushEvent(batch, buf, at, at + buf.readUInt32LE(at - RECORD_HEADER_BYTES));
     }
     return batch;
   }
