@@ -6,16 +6,24 @@ import zlib from "node:zlib";
 import { tempDir, waitFor } from "@sandbox-agent/testkit";
 import { EventLog } from "../src/runtime/event-log.js";
 import { Outbound } from "../src/runtime/outbound.js";
-import { ByteWindow, type FrameBytes } from "../src/store/byte-window.js";
+import { ByteWindow, type FrameRanges } from "../src/store/byte-window.js";
 import { batchLength } from "../src/store/event-batch.js";
 import { DEFAULT_EVENT_LOG_OPTIONS, diskStore } from "../src/store/event-store.js";
 import { FRAME_HEADER_BYTES, readFrame } from "../src/store/frames.js";
+import { SegmentFiles } from "../src/store/segments.js";
 
 const limits = { maxEvents: 1000, maxBytes: 1024 * 1024 };
 
+/** The bytes of each range `sealed` handed over. */
+function rangesOf(frames: FrameRanges): Buffer[] {
+  return Array.from({ length: frames.count }, (_, i) =>
+    frames.bufs[i]!.subarray(frames.starts[i], frames.ends[i]),
+  );
+}
+
 /** The bytes `sealed` handed over, as one buffer. */
-function bytesOf(frames: FrameBytes): Buffer {
-  return Array.isArray(frames) ? Buffer.concat(frames) : frames.buf.subarray(frames.start, frames.end);
+function bytesOf(frames: FrameRanges): Buffer {
+  return Buffer.concat(rangesOf(frames));
 }
 
 /** The event count of each frame in `bytes` (each must be whole and pass its checksum). */
@@ -45,12 +53,12 @@ describe("event log commit", () => {
     assert.deepEqual(frameCounts(frame), [2]);
   });
 
-  it("one slab with unwritten frames: sealed hands over its range, not views; several slabs: a view of each, oldest first", () => {
+  it("sealed hands over a range of each slab with unwritten frames, oldest first, in one reused object", () => {
     const window = new ByteWindow(limits, 1, true);
     window.append("a");
     window.append("b");
     const one = window.sealed(0)!;
-    assert.equal(Array.isArray(one), false);
+    assert.equal(one.count, 1);
     assert.deepEqual(frameCounts(bytesOf(one)), [2]);
     window.markTaken();
     assert.equal(window.sealed(0), undefined, "nothing left once taken");
@@ -60,14 +68,43 @@ describe("event log commit", () => {
     window.append("y".repeat(3000));
     window.append("d");
     const several = window.sealed(0)!;
-    assert.ok(Array.isArray(several), "views of two slabs");
-    assert.equal(several.length, 2);
+    assert.equal(several, one, "the same object");
+    assert.equal(several.count, 2, "a range of each of two slabs");
     assert.deepEqual(
-      several.map((view) => frameCounts(view)),
+      rangesOf(several).map((range) => frameCounts(range)),
       [[2], [2]],
     );
     window.markTaken();
     assert.equal(window.sealed(0), undefined);
+  });
+
+  it("frames unwritten in more slabs than sealed has room for: a range of each, written whole to the segment", () => {
+    const dataDir = tempDir("commit-slabs-");
+    const window = new ByteWindow({ maxEvents: 100_000, maxBytes: 64 * 1024 * 1024 }, 1, true);
+    // Slabs of 4, 8, 16, 32, 64 and 128 KiB, all filled before one commit: six ranges.
+    const events = Array.from({ length: 60 }, (_, i) =>
+      `${i} `.padEnd(4000, String.fromCharCode(97 + (i % 26))),
+    );
+    for (const event of events) window.append(event);
+    const frames = window.sealed(0)!;
+    assert.ok(frames.count > 4, `${frames.count} ranges`);
+    const files = SegmentFiles.create(
+      dataDir,
+      1,
+      { segmentBytes: 1 << 20, retentionBytes: 1 << 30, retentionMs: 1e9 },
+      false,
+    );
+    files.write(frames, events.length, 0);
+    window.markTaken();
+    const batch = files.read(0, 1 << 30, events.length)!;
+    assert.equal(batchLength(batch), events.length);
+    assert.deepEqual(
+      Array.from({ length: events.length }, (_, i) =>
+        batch.buffers[i]!.toString("utf8", batch.starts[i], batch.ends[i]),
+      ),
+      events,
+    );
+    files.remove();
   });
 
   for (const fsync of [false, true])

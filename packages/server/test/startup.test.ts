@@ -88,6 +88,18 @@ describe("start-up loads only the transport and health", () => {
     await conn.delete();
   });
 
+  it("deletes a connection's event log without fs.rmSync's rimraf (a built-in compiled without the code cache under its flags)", async () => {
+    const { conn, sse } = await echoTurn(server);
+    const log = path.join(server.dataDir, "event-log", conn.id);
+    assert.ok(existsSync(log), `the connection's log is at ${log}`);
+    sse.close();
+    assert.equal((await conn.delete()).status, 202);
+    await waitFor(() => !existsSync(log), 5000, "the connection's log deleted");
+    const loadedBuiltins = await builtins();
+    assert.ok(loadedBuiltins.includes("node:internal/fs/utils"), "the list names internal modules");
+    assert.equal(loadedBuiltins.includes("node:internal/fs/rimraf"), false);
+  });
+
   it("runs a connection's first initialize, session/new and turn without loading zod", async () => {
     const { conn, sse, sessionId, answer } = await echoTurn(server);
     assert.equal(answer.result?.stopReason, "end_turn");
@@ -183,8 +195,8 @@ describe("the server's V8 flags", () => {
     });
     const uncached = lines().filter((line) => line.startsWith("uncached "));
     assert.ok(uncached.length > 0, "the log reads the code cache's counts (--expose-internals)");
-    // Node's own lazy loads under the server's flags compile from source, once per process (e.g.
-    // internal/fs/rimraf, which `fs.rmSync` loads when a connection's log is deleted).
+    // Node's own lazy loads under the server's flags compile from source, once per process
+    // (internal/fs/rimraf was one, `fs.rmSync`'s: the store deletes files without it, see above).
     const compiledFromSource = new Set(uncached.at(-1)!.split(" ").slice(1));
     assert.deepEqual(
       lazyLoads.flat().filter((name) => compiledFromSource.has(name)),

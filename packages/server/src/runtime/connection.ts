@@ -934,7 +934,8 @@ export class Connection implements ConnectionApi {
     if (request === undefined || this.readsResult(request)) return -1;
     try {
       this.pendingClient.delete(key);
-      this.settle(request.id as JsonRpcId);
+      // `settle`, written out: called from here, it was a TurboFan job of its own in every run.
+      this.options.log.settleRequest(request.id as JsonRpcId, this.outbound.log.lastSeq + 1);
       // Valid JSON in UTF-8 with no CR: the bytes `onAgentLine` would append.
       this.appendBytes(bytes, from, scanner.lineEnd);
     } catch (error) {

@@ -3,16 +3,31 @@ import { FRAME_HEADER_BYTES, RECORD_HEADER_BYTES, sealFrame } from "./frames.js"
 
 export type { EventBatch } from "./event-batch.js";
 
-/** Sealed frames for the segment writer: one buffer's bytes from `start` to `end`, or several buffers whole. */
-export type FrameBytes = FrameRange | Buffer[];
+const EMPTY = Buffer.alloc(0);
 
-export interface FrameRange {
-  buf: Buffer;
-  start: number;
-  end: number;
+/**
+ * Sealed frames for the segment writer, oldest first: `bufs[i]` from `starts[i]` to `ends[i]`, for
+ * `i` below `count` (the arrays may hold more, stale). One shape whether the frames lie in one slab
+ * (almost always) or across slabs (a slab is left only when full): a range of one slab and views of
+ * several had `sealed` and the segment `write` run code at a new slab that they had not run before
+ * TurboFan compiled them, and deoptimise there (2 of 11 fresh servers' first 500 echo turns).
+ */
+export interface FrameRanges {
+  count: number;
+  bufs: Buffer[];
+  starts: number[];
+  ends: number[];
 }
 
-const EMPTY = Buffer.alloc(0);
+/** Ranges with room for `capacity` of them, none used. */
+export function frameRanges(capacity = 4): FrameRanges {
+  return {
+    count: 0,
+    bufs: new Array<Buffer>(capacity).fill(EMPTY),
+    starts: new Array<number>(capacity).fill(0),
+    ends: new Array<number>(capacity).fill(0),
+  };
+}
 
 export interface WindowLimits {
   /** Events kept, by count… */
@@ -62,8 +77,8 @@ export class ByteWindow {
   private usedBytes = 0;
   /** Events after this seq are kept by `trim` (`hold`). */
   private held = Infinity;
-  /** What `sealed` returns for one slab. */
-  private readonly range: FrameRange = { buf: EMPTY, start: 0, end: 0 };
+  /** What `sealed` returns, reused. */
+  private readonly ranges = frameRanges();
 
   constructor(
     private readonly limits: WindowLimits,
@@ -136,30 +151,24 @@ export class ByteWindow {
   /**
    * Seals the frame being filled and returns every sealed frame not taken yet, oldest first;
    * undefined when there is none. They stay untaken (and in the window) until `markTaken`, so a
-   * write that failed is retried with the same bytes. Almost always they lie in one slab (a slab is
-   * left only when it is full): then they are that slab's range, in an object this window reuses
-   * (valid until the next call), so a commit allocates nothing here; across slabs, views of each.
+   * write that failed is retried with the same bytes. A range of each slab that has some, in an
+   * object this window reuses (valid until the next call), so a commit allocates nothing here.
    */
-  sealed(timeMs: number): FrameBytes | undefined {
-    let dirty: Slab | undefined;
-    let views: Buffer[] | undefined;
+  sealed(timeMs: number): FrameRanges | undefined {
+    const ranges = this.ranges;
+    let n = 0;
     for (let i = 0; i < this.slabs.length; i++) {
       const slab = this.slabs[i]!;
       this.seal(slab, timeMs);
       if (slab.taken === slab.used) continue;
-      if (dirty === undefined) dirty = slab;
-      else
-        (views ??= [dirty.buf.subarray(dirty.taken, dirty.used)]).push(
-          slab.buf.subarray(slab.taken, slab.used),
-        );
+      if (n === ranges.bufs.length) growRanges(ranges);
+      ranges.bufs[n] = slab.buf;
+      ranges.starts[n] = slab.taken;
+      ranges.ends[n] = slab.used;
+      n++;
     }
-    if (views !== undefined) return views;
-    if (dirty === undefined) return undefined;
-    const range = this.range;
-    range.buf = dirty.buf;
-    range.start = dirty.taken;
-    range.end = dirty.used;
-    return range;
+    ranges.count = n;
+    return n === 0 ? undefined : ranges;
   }
 
   /** The frames `sealed` returned were written. */
@@ -175,16 +184,14 @@ export class ByteWindow {
     const first = cursor + 1;
     if (first < this.first) return undefined;
     const batch = emptyBatch(first);
-    let seq = first;
     const end = Math.min(last + 1, this.next);
-    while (seq < end && (seq === first || batch.bytes < maxBytes)) {
-      const slab = this.slabOf(seq)!;
-      const { buf, offsets } = slab;
-      const slabEnd = Math.min(end, slab.firstSeq + slab.count);
-      for (; seq < slabEnd && (seq === first || batch.bytes < maxBytes); seq++) {
-        const at = offsets[seq - slab.firstSeq]! + RECORD_HEADER_BYTES;
-        pushEvent(batch, buf, at, at + buf.readUInt32LE(at - RECORD_HEADER_BYTES));
-      }
+    // Each event's slab looked up (the newest first, where it almost always is), not a loop per
+    // slab: a batch that crossed into the next slab ran the outer loop's test a second time, code
+    // TurboFan's `read` had no type feedback for, and deoptimised there (4 of 10 fresh servers).
+    for (let seq = first; seq < end && (seq === first || batch.bytes < maxBytes); seq++) {
+      const { buf, offsets, firstSeq } = this.slabOf(seq)!;
+      const at = offsets[seq - firstSeq]! + RECORD_HEADER_BYTES;
+      pushEvent(batch, buf, at, at + buf.readUInt32LE(at - RECORD_HEADER_BYTES));
     }
     return batch;
   }
@@ -234,7 +241,10 @@ export class ByteWindow {
   }
 
   private slabOf(seq: number): Slab | undefined {
-    for (let i = this.slabs.length - 1; i >= 0; i--) {
+    // The decrement in the test, where each call runs it: in the update, it ran only for an event
+    // in an older slab, first after TurboFan had compiled `read` (which inlines this), which then
+    // deoptimised there for want of type feedback (2 of 11 fresh servers' first 500 echo turns).
+    for (let i = this.slabs.length; i-- > 0;) {
       const slab = this.slabs[i]!;
       if (seq >= slab.firstSeq) return seq < slab.firstSeq + slab.count ? slab : undefined;
     }
@@ -271,6 +281,15 @@ export class ByteWindow {
     while (to < limit && this.usedBytes - at(to) > maxBytes) to++;
     if (this.sealFrames) while (to > this.first && at(to - 1) >= slab.taken) to--;
     return to;
+  }
+}
+
+/** Room for more slabs' ranges than `frameRanges` made (frames unwritten in more than four slabs). */
+function growRanges(ranges: FrameRanges): void {
+  for (let i = ranges.bufs.length; i > 0; i--) {
+    ranges.bufs.push(EMPTY);
+    ranges.starts.push(0);
+    ranges.ends.push(0);
   }
 }
 

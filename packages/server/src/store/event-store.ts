@@ -9,6 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { ByteWindow, type EventBatch, type WindowLimits } from "./byte-window.js";
 import { batchLength } from "./event-batch.js";
+import { removeFile } from "./file-io.js";
 import { CorruptLogError, SegmentFiles, type Repair, type SegmentLimits, type TailMark } from "./segments.js";
 import { IndexJournal, MemoryTables, type StateTable, type Tables } from "./tables.js";
 import { RequestJournal, type RequestId } from "./request-journal.js";
@@ -284,7 +285,7 @@ class DiskStore implements EventStore {
       const journal = this.tables.takeUnsynced();
       if (journal !== undefined) syncQuietly(journal);
     }
-    fs.rmSync(this.lockFile, { force: true });
+    removeFile(this.lockFile);
   }
 
   /**
@@ -661,7 +662,7 @@ function takeLock(file: string, dir: string): void {
         `Another sandbox-agent server (pid ${pid}) uses the event log in ${dir}. ` +
           "Give this server its own --data-dir, or run it with --in-memory.",
       );
-    fs.rmSync(file, { force: true });
+    removeFile(file);
   }
   throw new StoreLockedError(`Could not take the lock ${file}.`);
 }

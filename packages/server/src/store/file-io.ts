@@ -1,29 +1,10 @@
 import fs from "node:fs";
 
 /**
- * Writes `chunks` (`bytes` in all) at the descriptor's position, whole: a short write (the disk
+ * Writes `buf` from `start` to `end` at the descriptor's position, whole: a short write (the disk
  * filling up) is followed by one for the rest, and a write that makes no progress throws `ENOSPC`
  * naming `what` (the next write would report the filesystem's own error).
  */
-export function writeAll(fd: number, chunks: Buffer[], bytes: number, what: string): void {
-  let written = fs.writevSync(fd, chunks);
-  while (written < bytes) {
-    let skip = written;
-    const rest: Buffer[] = [];
-    for (const chunk of chunks) {
-      if (skip >= chunk.length) skip -= chunk.length;
-      else {
-        rest.push(chunk.subarray(skip));
-        skip = 0;
-      }
-    }
-    const more = fs.writevSync(fd, rest);
-    if (more === 0) throw Object.assign(new Error(`short write to ${what}`), { code: "ENOSPC" });
-    written += more;
-  }
-}
-
-/** Writes `buf` from `start` to `end` at the descriptor's position, whole, as `writeAll` does. */
 export function writeRange(fd: number, buf: Buffer, start: number, end: number, what: string): void {
   for (let at = start; at < end;) {
     const written = fs.writeSync(fd, buf, at, end - at);
@@ -52,5 +33,31 @@ export function syncDirectorySync(dir: string): void {
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/**
+ * Deletes `file`, if it is there. Not `fs.rmSync`: Node 20's loads `internal/fs/rimraf` on its
+ * first call, a built-in that compiles without Node's code cache once the server's V8 flags are set
+ * (`server-v8-flags.ts`), in the middle of a connection's requests.
+ */
+export function removeFile(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+}
+
+/**
+ * Deletes directory `dir` and what is in it, if it is there: with `unlink`s and an `rmdir` for a
+ * directory of files (a connection's log), with `fs.rmSync` only if that fails (something else in it).
+ */
+export function removeDir(dir: string): void {
+  try {
+    for (const name of fs.readdirSync(dir)) removeFile(`${dir}/${name}`);
+    fs.rmdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") fs.rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly, syncDirectorySync, writeAll, writeRange } from "./file-io.js";
+import { closeQuietly, removeFile, syncDirectorySync, writeRange } from "./file-io.js";
 
 /** A client request's id as JSON-RPC has it: kept apart by type (`1` is not `"1"`). */
 export type RequestId = string | number;
@@ -247,14 +247,14 @@ export class RequestJournal {
     let fd: number | undefined;
     try {
       fd = fs.openSync(tmp, "w");
-      writeAll(fd, [bytes], bytes.length, JOURNAL_NAME);
+      writeRange(fd, bytes, 0, bytes.length, JOURNAL_NAME);
       if (this.fsync) fs.fdatasyncSync(fd);
       fs.renameSync(tmp, this.file);
       // With fsync, lines appended after the rewrite are synced into the new file: its name must last.
       if (this.fsync) syncDirectorySync(path.dirname(this.file));
     } catch (error) {
       if (fd !== undefined) closeQuietly(fd);
-      fs.rmSync(tmp, { force: true });
+      removeFile(tmp);
       this.stale ??= error as Error;
       return false;
     }

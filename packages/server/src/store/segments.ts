@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { batchLength, emptyBatch, pushEvent, type EventBatch } from "./event-batch.js";
-import type { FrameBytes } from "./byte-window.js";
-import { closeQuietly, writeAll, writeRange } from "./file-io.js";
+import type { FrameRanges } from "./byte-window.js";
+import { closeQuietly, removeDir, removeFile, writeRange } from "./file-io.js";
 import {
   FRAME_HEADER_BYTES,
   readFrame,
@@ -61,14 +61,64 @@ interface Segment {
   bytes: number;
   /** Time of the newest frame (the file's mtime for segments of an earlier run). */
   newestMs: number;
-  /** Frame starts every `INDEX_STRIDE` bytes or so, as flat `[seq, offset, seq, offset…]`; built on the first read for segments of an earlier run (the last one too, when a mark let recovery skip it). */
-  index: number[] | undefined;
+  /** Built on the first read for segments of an earlier run (the last one too, when a mark let recovery skip it). */
+  index: SparseIndex | undefined;
 }
 
 /** Distance between two entries of a segment's sparse index: a read starts at most this far before its event. */
 const INDEX_STRIDE = 64 * 1024;
 /** Smallest read from a segment. */
 const READ_CHUNK = 256 * 1024;
+
+/**
+ * A segment's frame starts every `INDEX_STRIDE` bytes or so, as flat `[seq, offset, seq, offset…]`
+ * pairs; the first is always the segment's first frame. Sized for a whole segment up front, plus one
+ * spare pair: `note` (each write) stores the write's start in the spare pair and keeps it when it is
+ * `INDEX_STRIDE` past the last one kept, so that a write runs the same stores every time. With a
+ * `push` that ran only when a write crossed a stride, its first run was the segment's first write,
+ * before V8 records type feedback for `write`, and TurboFan's code for `write` deoptimised at the
+ * next push, 64 KiB into the log (9 of 11 fresh servers' first 500 echo turns).
+ */
+class SparseIndex {
+  entries: Float64Array;
+  /** Pairs kept. */
+  count = 1;
+
+  /** The index of a segment that starts at `firstSeq` and is to hold up to `bytes`. */
+  constructor(firstSeq: number, bytes: number) {
+    this.entries = new Float64Array(2 * (Math.floor(bytes / INDEX_STRIDE) + 2));
+    this.entries[0] = firstSeq;
+    this.entries[1] = SEGMENT_HEADER_BYTES;
+  }
+
+  /** A write of frames starting with seq `seq` at `offset`, after the last pair's. */
+  note(seq: number, offset: number): void {
+    const at = 2 * this.count;
+    if (at + 2 > this.entries.length) this.grow();
+    const entries = this.entries;
+    entries[at] = seq;
+    entries[at + 1] = offset;
+    this.count += offset - entries[at - 1]! >= INDEX_STRIDE ? 1 : 0;
+  }
+
+  /** The frame start at or before `seq`: `[its first seq, its offset]`. */
+  seek(seq: number): [number, number] {
+    const entries = this.entries;
+    let best = 0;
+    for (let i = 2; i < 2 * this.count; i += 2) {
+      if (entries[i]! > seq) break;
+      best = i;
+    }
+    return [entries[best]!, entries[best + 1]!];
+  }
+
+  /** Past the size given to the constructor (a segment of an earlier run written with larger segments). */
+  private grow(): void {
+    const entries = new Float64Array(2 * this.entries.length);
+    entries.set(this.entries);
+    this.entries = entries;
+  }
+}
 
 const nameOf = (firstSeq: number) => `${String(firstSeq).padStart(16, "0")}.log`;
 const SEGMENT_NAME = /^(\d{16})\.log$/;
@@ -98,7 +148,7 @@ export class SegmentFiles {
   /** A new log whose first event gets `firstSeq`. Throws the filesystem's error (ENOSPC…). */
   static create(dir: string, firstSeq: number, limits: SegmentLimits, fsync: boolean): SegmentFiles {
     fs.mkdirSync(dir, { recursive: true });
-    const segment = newSegment(dir, firstSeq);
+    const segment = newSegment(dir, firstSeq, limits.segmentBytes);
     return new SegmentFiles(dir, [segment.segment], segment.fd, firstSeq, limits, fsync);
   }
 
@@ -142,7 +192,7 @@ export class SegmentFiles {
       mark.bytes >= SEGMENT_HEADER_BYTES &&
       mark.bytes <= tail.bytes &&
       mark.next >= tail.firstSeq;
-    const { next, repair } = scanTail(tail, fits ? mark : undefined);
+    const { next, repair } = scanTail(tail, fits ? mark : undefined, limits.segmentBytes);
     const fd = fs.openSync(tail.file, "a");
     const files = new SegmentFiles(dir, segments, fd, next, limits, fsync);
     files.dirCreated = false;
@@ -174,17 +224,18 @@ export class SegmentFiles {
    * Appends frames holding `count` events. On failure (ENOSPC, EIO…) the file is cut back to where
    * it was, so what was written before stays intact, and the error is thrown.
    */
-  write(frames: FrameBytes, count: number, timeMs: number): void {
+  write(frames: FrameRanges, count: number, timeMs: number): void {
+    const { bufs, starts, ends } = frames;
     let bytes = 0;
-    if (Array.isArray(frames)) for (const chunk of frames) bytes += chunk.length;
-    else bytes = frames.end - frames.start;
+    for (let i = 0; i < frames.count; i++) bytes += ends[i]! - starts[i]!;
     let segment = this.segments.at(-1)!;
     if (segment.bytes > SEGMENT_HEADER_BYTES && segment.bytes + bytes > this.limits.segmentBytes)
       segment = this.rotate();
     const offset = segment.bytes;
     try {
-      if (Array.isArray(frames)) writeAll(this.fd, frames, bytes, "the event log");
-      else writeRange(this.fd, frames.buf, frames.start, frames.end, "the event log");
+      // A write per slab (almost always one): frames across slabs are rare enough for no `writev`.
+      for (let i = 0; i < frames.count; i++)
+        writeRange(this.fd, bufs[i]!, starts[i]!, ends[i]!, "the event log");
     } catch (error) {
       lastRead.forget();
       try {
@@ -195,9 +246,7 @@ export class SegmentFiles {
       throw error;
     }
     // No index yet (a recovered segment whose first read builds it, these frames included).
-    const index = segment.index;
-    if (index && (index.length === 0 || offset - index[index.length - 1]! >= INDEX_STRIDE))
-      index.push(this.next, offset);
+    segment.index?.note(this.next, offset);
     segment.bytes += bytes;
     segment.newestMs = timeMs;
     this.next += count;
@@ -267,7 +316,7 @@ export class SegmentFiles {
     while (this.segments.length > 1) {
       const oldest = this.segments[0]!;
       if (total - oldest.bytes < retentionBytes && oldest.newestMs >= now - retentionMs) break;
-      fs.rmSync(oldest.file, { force: true });
+      removeFile(oldest.file);
       total -= oldest.bytes;
       this.segments.shift();
     }
@@ -282,7 +331,7 @@ export class SegmentFiles {
   dropThrough(seq: number): number {
     if (seq + 1 >= this.next && this.segments.at(-1)!.firstSeq <= seq) this.rotate();
     while (this.segments.length > 1 && this.segments[1]!.firstSeq <= seq + 1) {
-      fs.rmSync(this.segments[0]!.file, { force: true });
+      removeFile(this.segments[0]!.file);
       this.segments.shift();
     }
     return this.oldestSeq;
@@ -313,13 +362,13 @@ export class SegmentFiles {
   /** Deletes the whole log. */
   remove(): void {
     this.close();
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    removeDir(this.dir);
   }
 
   private rotate(): Segment {
     if (this.keepForSync) this.retired.push(this.fd);
     else closeQuietly(this.fd);
-    const { segment, fd } = newSegment(this.dir, this.next);
+    const { segment, fd } = newSegment(this.dir, this.next, this.limits.segmentBytes);
     this.fd = fd;
     this.dirCreated = true;
     this.segments.push(segment);
@@ -335,28 +384,24 @@ export class SegmentFiles {
 
   /** The frame start at or before `seq` that the sparse index knows: `[its first seq, its offset]`. */
   private seek(segment: Segment, seq: number): [number, number] {
-    segment.index ??= buildIndex(segment);
-    const index = segment.index;
-    let best = 0;
-    for (let i = 0; i < index.length; i += 2) {
-      if (index[i]! > seq) break;
-      best = i;
-    }
-    return index.length === 0 ? [segment.firstSeq, SEGMENT_HEADER_BYTES] : [index[best]!, index[best + 1]!];
+    segment.index ??= buildIndex(segment, this.limits.segmentBytes);
+    return segment.index.seek(seq);
   }
 }
 
-function newSegment(dir: string, firstSeq: number): { segment: Segment; fd: number } {
+function newSegment(dir: string, firstSeq: number, segmentBytes: number): { segment: Segment; fd: number } {
   const file = path.join(dir, nameOf(firstSeq));
   const fd = fs.openSync(file, "wx");
   try {
-    fs.writeSync(fd, segmentHeader(firstSeq));
+    const header = segmentHeader(firstSeq);
+    writeRange(fd, header, 0, header.length, "the event log");
   } catch (error) {
     closeQuietly(fd);
-    fs.rmSync(file, { force: true });
+    removeFile(file);
     throw error;
   }
-  const segment = { firstSeq, file, bytes: SEGMENT_HEADER_BYTES, newestMs: Date.now(), index: [] };
+  const index = new SparseIndex(firstSeq, segmentBytes);
+  const segment = { firstSeq, file, bytes: SEGMENT_HEADER_BYTES, newestMs: Date.now(), index };
   return { segment, fd };
 }
 
@@ -369,6 +414,7 @@ function newSegment(dir: string, firstSeq: number): { segment: Segment; fd: numb
 function scanTail(
   segment: Segment,
   mark: TailMark | undefined,
+  segmentBytes: number,
 ): { next: number; repair: Repair | undefined } {
   const from = mark?.bytes ?? 0;
   if (mark && from === segment.bytes) {
@@ -383,15 +429,14 @@ function scanTail(
     reason = "the segment header is missing or does not match the file name";
     fs.writeFileSync(segment.file, segmentHeader(segment.firstSeq));
     segment.bytes = SEGMENT_HEADER_BYTES;
-    segment.index = [];
+    segment.index = new SparseIndex(segment.firstSeq, segmentBytes);
     return { next: segment.firstSeq, repair: { file: segment.file, droppedBytes: buf.length, reason } };
   }
-  const index: number[] | undefined = mark ? undefined : [];
+  const index = mark ? undefined : new SparseIndex(segment.firstSeq, Math.max(buf.length, segmentBytes));
   segment.index = index;
   if (mark) segment.newestMs = mark.newestMs;
   let seq = mark?.next ?? segment.firstSeq;
   let offset = mark ? 0 : SEGMENT_HEADER_BYTES;
-  let lastIndexed = -INDEX_STRIDE;
   for (;;) {
     const frame: FrameInfo | "incomplete" | "invalid" = readFrame(buf, offset);
     if (typeof frame === "string") {
@@ -400,10 +445,7 @@ function scanTail(
           frame === "incomplete" ? "a frame cut short (a torn write)" : "bytes that are not a valid frame";
       break;
     }
-    if (index && offset - lastIndexed >= INDEX_STRIDE) {
-      index.push(seq, offset);
-      lastIndexed = offset;
-    }
+    index?.note(seq, offset);
     seq += frame.count;
     offset += frame.bytes;
     segment.newestMs = frame.timeMs;
@@ -415,23 +457,18 @@ function scanTail(
 }
 
 /** The sparse index of a segment of an earlier run, from a read of the whole file. */
-function buildIndex(segment: Segment): number[] {
+function buildIndex(segment: Segment, segmentBytes: number): SparseIndex {
   const buf = fs.readFileSync(segment.file);
-  const index: number[] = [];
+  const index = new SparseIndex(segment.firstSeq, Math.max(buf.length, segmentBytes));
   let seq = segment.firstSeq;
   let offset = SEGMENT_HEADER_BYTES;
-  let lastIndexed = -INDEX_STRIDE;
   while (offset < buf.length) {
     const frame = readFrame(buf, offset);
     if (typeof frame === "string") break; // the read that reaches it reports it
-    if (offset - lastIndexed >= INDEX_STRIDE) {
-      index.push(seq, offset);
-      lastIndexed = offset;
-    }
+    index.note(seq, offset);
     seq += frame.count;
     offset += frame.bytes;
   }
-  if (index.length === 0) index.push(segment.firstSeq, SEGMENT_HEADER_BYTES);
   return index;
 }
 

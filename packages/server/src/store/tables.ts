@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { closeQuietly, syncDirectorySync } from "./file-io.js";
+import { closeQuietly, removeFile, syncDirectorySync, writeRange } from "./file-io.js";
 
 /**
  * A table of the server's index: JSON values by key. With a data directory every change is kept
@@ -163,10 +163,13 @@ export class IndexJournal implements Tables {
 
   private append(line: JournalLine): void {
     if (this.failure !== undefined) return; // the next snapshot holds it
-    const text = JSON.stringify(line) + "\n";
+    // Bytes, not the string: `fs.writeSync` of a string takes another path through it than the
+    // segment writes' buffers, and TurboFan's code for it (compiled for those) deoptimised at the
+    // first line written during a connection's turns.
+    const bytes = Buffer.from(JSON.stringify(line) + "\n");
     try {
-      fs.writeSync(this.fd, text);
-      this.journalBytes += Buffer.byteLength(text);
+      writeRange(this.fd, bytes, 0, bytes.length, "the event log index");
+      this.journalBytes += bytes.length;
       this.unsynced = true;
     } catch (error) {
       this.failure = error as Error;
@@ -242,7 +245,7 @@ export class IndexJournal implements Tables {
       if (this.failure !== undefined) this.report("the event log index is written again", {});
       this.failure = undefined;
     } catch (error) {
-      fs.rmSync(tmp, { force: true });
+      removeFile(tmp);
       this.failure ??= error as Error;
     }
   }
