@@ -74,16 +74,19 @@ describe("WebSocket transport on /v2/rpc", { timeout: 60_000 }, () => {
     ]!.connection.eventId;
     const [epoch, first] = start.split(".") as [string, string];
     const COUNT = 3000;
+    // Drop the socket without a close frame (a network cut) at the 100th chunk, mid-turn: the
+    // connection waits for a resume.
+    let chunks = 0;
+    ws.cutAfter((m) => chunkTexts([m]).length === 1 && ++chunks === 100);
     ws.send({
       id: 2,
       method: "session/prompt",
       params: { sessionId, prompt: [{ type: "text", text: `chunks ${COUNT}` }] },
     });
     await waitFor(() => chunkTexts(ws.frames).length >= 100, 15_000, "100 chunks");
-    // Drop the socket without a close frame (a network cut): the connection waits for a resume.
-    ws.ws.terminate();
     await ws.closed;
     const before = ws.frames.slice(1); // frames after the initialize response are events
+    assert.ok(!before.some((m) => m.id === 2), "the cut came after the turn's end: nothing to resume");
     const lastEventId = `${epoch}.${Number(first) + before.length}`;
     const resumed = await openWs(server.baseUrl, { headers: AUTH, query: { connectionId: id, lastEventId } });
     await resumed.waitFor((m) => m.id === 2, 30_000);

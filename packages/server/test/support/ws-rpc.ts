@@ -1,4 +1,4 @@
-import { WebSocket } from "ws";
+import { WebSocket, type RawData } from "ws";
 import type { RpcMessage } from "./rpc.js";
 
 export interface WsOpenOptions {
@@ -19,9 +19,10 @@ export class WsRpc {
   readonly closed: Promise<{ code: number; reason: string }>;
   /** The 101's headers. */
   headers: Record<string, string | string[] | undefined> = {};
+  private cutPredicate: ((m: RpcMessage) => boolean) | undefined;
 
   private constructor(readonly ws: WebSocket) {
-    ws.on("message", (data) => this.frames.push(JSON.parse(String(data)) as RpcMessage));
+    ws.on("message", (data) => this.onMessage(data));
     ws.on("upgrade", (res) => (this.headers = res.headers));
     this.closed = new Promise((resolve) =>
       ws.once("close", (code, reason) => resolve({ code, reason: String(reason) })),
@@ -43,6 +44,24 @@ export class WsRpc {
       });
       ws.once("error", reject);
     });
+  }
+
+  private onMessage(data: RawData): void {
+    const message = JSON.parse(String(data)) as RpcMessage;
+    this.frames.push(message);
+    if (!this.cutPredicate?.(message)) return;
+    this.cutPredicate = undefined;
+    this.ws.terminate();
+  }
+
+  /**
+   * Drops the socket without a close frame (a network cut) right after the first frame `predicate`
+   * accepts. The cut is made in the frame handler, not by a test polling `frames`: on a busy machine
+   * a poll can run late, after the whole stream arrived, and the cut would land after its end.
+   * Frames the socket had already read still arrive, and count, before `closed` resolves.
+   */
+  cutAfter(predicate: (m: RpcMessage) => boolean): void {
+    this.cutPredicate = predicate;
   }
 
   send(message: Record<string, unknown>): void {
