@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { connect as connectH2, type ClientHttp2Session } from "node:http2";
-import { createServer, type AddressInfo, type Server } from "node:net";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { h2cServer, type H2cServer } from "../src/http/h2c.js";
-import type { RequestHandler } from "../src/http/listener.js";
+import { createHttpListener, type RequestHandler } from "../src/http/listener.js";
 
 /** How a client stream ended: its status and body, or the reset code of a stream never answered. */
 type Outcome = { status: number; body: string; rstCode: number } | { refused: true };
@@ -61,6 +61,31 @@ describe("h2c sessions at shutdown", () => {
     const second = outcomes[1];
     assert.ok("refused" in second || (second.status === 503 && second.rstCode === 0), JSON.stringify(second));
     // With nothing open the session ends by itself, long before the grace.
+    await closed;
+  });
+
+  it("a socket still waiting for node:http2 as the server shuts down is closed with a GOAWAY, not cut", async () => {
+    const listener = createHttpListener((_req, res) => res.writeHead(503).end("shutting down"), {
+      maxSockets: 10,
+      maxStreamsPerSocket: 10,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 10_000,
+    });
+    const tcp = listener.server;
+    servers.push(tcp);
+    // The listener's own `data` listener comes first: it has just classified the socket as h2c,
+    // which now waits at least a turn for node:http2 (loaded with a listener's first h2c socket).
+    tcp.on("connection", (socket: Socket) => socket.once("data", () => listener.closeAllConnections(10_000)));
+    await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
+    const session = connectH2(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}`);
+    session.on("error", () => undefined);
+    const closed = new Promise((resolve) => session.once("close", resolve));
+    const outcome = await send(session, "/a");
+    assert.ok(
+      "refused" in outcome || (outcome.status === 503 && outcome.body === "shutting down"),
+      JSON.stringify(outcome),
+    );
     await closed;
   });
 

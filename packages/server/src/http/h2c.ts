@@ -27,7 +27,8 @@ export interface H2cServer {
    * Closes every session (shutdown): a GOAWAY, so that the streams it has taken finish (a 503 being
    * written goes out whole) and a stream it has not taken is refused (REFUSED_STREAM: the client
    * knows it was not processed) rather than cancelled; a session still open after `graceMs` (an SSE
-   * stream, a request whose body never comes) is destroyed.
+   * stream, a request whose body never comes) is destroyed. A session accepted afterwards (its
+   * socket waited for node:http2 to load) is closed the same way as it starts.
    */
   closeAll(graceMs: number): void;
 }
@@ -71,14 +72,23 @@ export function h2cServer(handler: RequestHandler, options: H2cOptions): H2cServ
     else serveHttp2(req, res, handler, requestTimeoutMs);
   });
   const sessions = trackSessions(http2, idleMs, open);
+  let closing: ((session: ServerHttp2Session) => void) | undefined;
+  http2.on("session", (session: ServerHttp2Session) => closing?.(session));
   return {
     accept: (socket) => http2.emit("connection", socket),
     closeAll: (graceMs) => {
-      for (const session of sessions) session.close();
-      if (sessions.size > 0)
-        setTimeout(() => sessions.forEach((session) => session.destroy()), graceMs).unref();
+      closing = (session) => closeWithin(session, graceMs);
+      sessions.forEach(closing);
     },
   };
+}
+
+/** A GOAWAY now (see `H2cServer.closeAll`), and the session destroyed if still open after `graceMs`. */
+function closeWithin(session: ServerHttp2Session, graceMs: number): void {
+  session.close();
+  const timer = setTimeout(() => session.destroy(), graceMs);
+  timer.unref();
+  session.once("close", () => clearTimeout(timer));
 }
 
 /**

@@ -65,7 +65,9 @@ export interface HttpListener {
   readonly server: Server;
   /**
    * Closes every connection: HTTP/1.1 ones and sockets not yet classified at once, HTTP/2 sessions
-   * with a GOAWAY (see `H2cServer.closeAll`), destroyed if still open after `h2GraceMs`.
+   * with a GOAWAY (see `H2cServer.closeAll`), destroyed if still open after `h2GraceMs`. An HTTP/2
+   * socket still waiting for node:http2 to load is not cut: its client may have sent a request
+   * already, so its session is closed the same way once it starts.
    */
   closeAllConnections(h2GraceMs: number): void;
 }
@@ -99,15 +101,13 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
   server.on("clientError", answerClientError);
   // node:http2 (with node:tls and node:crypto: ~10 ms and ~2 MiB) loads with the first h2c connection.
   let h2c: Promise<H2cServer> | undefined;
-  let h2cServer: H2cServer | undefined;
   const loadH2c = (): Promise<H2cServer> =>
-    (h2c ??= import("./h2c.js").then(
-      (m) =>
-        (h2cServer = m.h2cServer(handler, {
-          requestTimeoutMs,
-          maxStreams: options.maxStreamsPerSocket,
-          idleMs: () => server.keepAliveTimeout,
-        })),
+    (h2c ??= import("./h2c.js").then((m) =>
+      m.h2cServer(handler, {
+        requestTimeoutMs,
+        maxStreams: options.maxStreamsPerSocket,
+        idleMs: () => server.keepAliveTimeout,
+      }),
     ));
   const unclassified = new Set<Socket>();
   const limit = new SocketLimit(options.maxSockets);
@@ -135,15 +135,12 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
         // node:http accepts sockets half-open (allowHalfOpen); an HTTP/2 session on one never
         // notices its client left, and its streams (an SSE reader) would stay attached for ever.
         socket.allowHalfOpen = false;
-        // While node:http2 loads (the first h2c connection only), the socket waits paused, and
-        // shutdown still finds it among the unclassified.
-        unclassified.add(socket);
+        // While node:http2 loads (the first h2c connection only), the socket waits paused.
         const drop = (): void => {
           socket.destroy();
         };
         socket.once("error", drop);
         loadH2c().then((h2) => {
-          unclassified.delete(socket);
           socket.off("error", drop);
           if (!socket.destroyed) h2.accept(socket);
         }, drop);
@@ -159,7 +156,11 @@ export function createHttpListener(handler: RequestHandler, options: ListenerOpt
     server,
     closeAllConnections: (h2GraceMs) => {
       for (const socket of unclassified) socket.destroy();
-      h2cServer?.closeAll(h2GraceMs);
+      // Once node:http2 has loaded, for a socket still waiting for it (a failed load dropped them).
+      void h2c?.then(
+        (h2) => h2.closeAll(h2GraceMs),
+        () => undefined,
+      );
       server.closeAllConnections();
     },
   };
