@@ -74,7 +74,14 @@ describe("event log commit", () => {
       rangesOf(several).map((range) => frameCounts(range)),
       [[2], [2]],
     );
+    const written = several.bufs.slice(0, several.count);
     window.markTaken();
+    // Written: the ranges hold no slab's buffer any more (one trim releases stays collectable).
+    assert.ok(written.every((buf) => buf.length > 0));
+    assert.ok(
+      several.bufs.every((buf) => buf.length === 0),
+      "no buffer kept after markTaken",
+    );
     assert.equal(window.sealed(0), undefined);
   });
 

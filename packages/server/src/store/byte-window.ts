@@ -7,7 +7,7 @@ const EMPTY = Buffer.alloc(0);
 
 /**
  * Sealed frames for the segment writer, oldest first: `bufs[i]` from `starts[i]` to `ends[i]`, for
- * `i` below `count` (the arrays may hold more, stale). One shape whether the frames lie in one slab
+ * `i` below `count` (the arrays may be longer; `markTaken` empties what was used). One shape whether the frames lie in one slab
  * (almost always) or across slabs (a slab is left only when full): a range of one slab and views of
  * several had `sealed` and the segment `write` run code at a new slab that they had not run before
  * TurboFan compiled them, and deoptimise there (2 of 11 fresh servers' first 500 echo turns).
@@ -171,9 +171,15 @@ export class ByteWindow {
     return n === 0 ? undefined : ranges;
   }
 
-  /** The frames `sealed` returned were written. */
+  /**
+   * The frames `sealed` returned were written. Their buffers are let go of here, on every commit:
+   * kept in the reused ranges, a slab `trim` has released since (one that is not `spare`) stayed
+   * alive until a later commit spanned as many slabs again.
+   */
   markTaken(): void {
     for (const slab of this.slabs) slab.taken = slab.used;
+    const ranges = this.ranges;
+    for (let i = 0; i < ranges.count; i++) ranges.bufs[i] = EMPTY;
   }
 
   /**
